@@ -1,0 +1,109 @@
+import { readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { parse as parseYaml } from 'yaml';
+import type { Argv } from 'yargs';
+import yargs from 'yargs';
+import { hideBin } from 'yargs/helpers';
+import { type EtcdConnection, parseEndpoints } from './etcd-client.js';
+import { StewardError, UsageError, errorMessage } from './errors.js';
+import { type Logger, createLogger } from './logger.js';
+
+/**
+ * What every program shares on its command line. Precedence: flags > environment (`ETCD_STEWARD_<FLAG>`,
+ * e.g. ETCD_STEWARD_STORE) > a YAML file given with `--config` > defaults.
+ */
+export function programArgs(name: string, argv = hideBin(process.argv)): Argv {
+  return yargs(argv)
+    .scriptName(name)
+    .env('ETCD_STEWARD')
+    .config('config', 'YAML (or JSON) file of settings, keyed by flag name', (path: string) => {
+      try {
+        return (parseYaml(readFileSync(path, 'utf8')) ?? {}) as Record<string, unknown>;
+      } catch (err) {
+        throw new UsageError(`--config ${path}: ${errorMessage(err)}`);
+      }
+    })
+    .option('output', {
+      choices: ['text', 'json'] as const,
+      default: 'text' as const,
+      describe: 'Result format on stdout; logs go to stderr (JSON lines when not a terminal)',
+    })
+    .strict()
+    .wrap(Math.min(120, process.stdout.columns || 100))
+    .fail((msg, err) => reportUsage(err ?? new UsageError(`${msg} (see --help)`)))
+    .help()
+    .version(false);
+}
+
+export function etcdOptions<T>(y: Argv<T>) {
+  return y
+    .option('endpoints', {
+      type: 'string',
+      default: 'http://127.0.0.1:2379',
+      describe: 'etcd client URLs, comma-separated',
+    })
+    .option('cacert', { type: 'string', describe: 'CA bundle to verify etcd servers (TLS)' })
+    .option('cert', { type: 'string', describe: 'Client certificate for etcd (TLS)' })
+    .option('key', { type: 'string', describe: 'Client key for etcd (TLS)' });
+}
+
+export function storeOption<T>(y: Argv<T>) {
+  return y.option('store', {
+    type: 'string',
+    demandOption: true,
+    describe: 'Where snapshots live: file:///path, s3://bucket/prefix, gs://bucket/prefix, azblob://container/prefix',
+  });
+}
+
+export function etcdConnection(args: { endpoints: string; cacert?: string; cert?: string; key?: string }): EtcdConnection {
+  return { endpoints: parseEndpoints(args.endpoints), cacert: args.cacert, cert: args.cert, key: args.key };
+}
+
+export const tempDirOption = {
+  type: 'string',
+  default: tmpdir(),
+  describe: 'Scratch space (same file system as the target where possible)',
+} as const;
+
+export interface CommandContext {
+  logger: Logger;
+  /** Aborted on SIGTERM or SIGINT: work stops, temp files go, nothing half-written stays. */
+  signal: AbortSignal;
+  output: 'text' | 'json';
+}
+
+/**
+ * Runs one command and turns its outcome into the exit code: 0 done, 1 failed, 2 bad usage — with a
+ * one-line error that says what to do, never a bare stack trace.
+ */
+export async function runProgram(
+  outputFlag: unknown,
+  command: (ctx: CommandContext) => Promise<number | void>,
+): Promise<never> {
+  const output = outputFlag === 'json' ? 'json' : 'text';
+  const logger = createLogger({ json: output === 'json' ? true : undefined });
+  const controller = new AbortController();
+  const onSignal = (signal: NodeJS.Signals) => {
+    logger.warn(`received ${signal}: stopping`, {});
+    controller.abort(new StewardError(`stopped by ${signal}`, 1));
+  };
+  process.once('SIGTERM', onSignal);
+  process.once('SIGINT', onSignal);
+  let code: number;
+  try {
+    code = (await command({ logger, signal: controller.signal, output })) ?? 0;
+  } catch (err) {
+    code = err instanceof StewardError ? err.exitCode : 1;
+    const reason = controller.signal.aborted ? controller.signal.reason : err;
+    logger.error(errorMessage(reason));
+    if (!(err instanceof StewardError) && process.env.ETCD_STEWARD_DEBUG) console.error(err);
+  }
+  process.exit(code);
+}
+
+/** For `.parseAsync()` failures (unknown flag, missing option): usage errors before any work. */
+export function reportUsage(err: unknown): never {
+  const code = err instanceof StewardError ? err.exitCode : 2;
+  process.stderr.write(`error: ${errorMessage(err)}\n`);
+  process.exit(code);
+}

@@ -1,0 +1,50 @@
+import { PassThrough, type Transform } from 'node:stream';
+import zlib from 'node:zlib';
+import { UsageError } from './errors.js';
+import type { CompressionSuffix } from './snapshot-name.js';
+
+/** What `--compression` accepts. zstd is ours alone; ebr reads gzip, zlib and none. */
+export type CompressionPolicy = 'zstd' | 'gzip' | 'zlib' | 'none';
+
+export const COMPRESSION_POLICIES: readonly CompressionPolicy[] = ['zstd', 'gzip', 'zlib', 'none'];
+
+const SUFFIX: Record<CompressionPolicy, CompressionSuffix> = { zstd: '.zst', gzip: '.gz', zlib: '.zlib', none: '' };
+
+export function compressionSuffix(policy: CompressionPolicy): CompressionSuffix {
+  return SUFFIX[policy];
+}
+
+export function parseCompressionPolicy(value: string): CompressionPolicy {
+  if ((COMPRESSION_POLICIES as readonly string[]).includes(value)) return value as CompressionPolicy;
+  throw new UsageError(`--compression "${value}" is not one of ${COMPRESSION_POLICIES.join(', ')}`);
+}
+
+/** A compressing stream for the policy. zstd level 3 and gzip level 6 are each codec's balanced default. */
+export function compressor(policy: CompressionPolicy): Transform {
+  switch (policy) {
+    case 'zstd':
+      return zlib.createZstdCompress({ params: { [zlib.constants.ZSTD_c_compressionLevel]: 3 } });
+    case 'gzip':
+      return zlib.createGzip({ level: 6 });
+    case 'zlib':
+      return zlib.createDeflate({ level: 6 });
+    case 'none':
+      return new PassThrough();
+  }
+}
+
+/** A decompressing stream for an object's name suffix. */
+export function decompressor(suffix: CompressionSuffix): Transform {
+  switch (suffix) {
+    case '.zst':
+      return zlib.createZstdDecompress();
+    case '.gz':
+      return zlib.createGunzip();
+    case '.zlib':
+      return zlib.createInflate();
+    case '':
+      return new PassThrough();
+    case '.Z':
+      throw new UsageError('lzw (.Z) snapshots from old ebr stores are not readable yet: recompress them with gzip');
+  }
+}

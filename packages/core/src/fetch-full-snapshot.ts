@@ -1,0 +1,51 @@
+import { createHash } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { decompressor } from './compression.js';
+import { IntegrityError } from './errors.js';
+import { type FullSnapshotFacts, FullSnapshotCheck } from './full-snapshot-check.js';
+import { type Logger, silentLogger } from './logger.js';
+import { byteProgress } from './progress.js';
+import type { CatalogEntry } from './snapshot-catalog.js';
+import type { SnapStore } from './store/snapstore.js';
+import { METADATA_SHA256 } from './take-full-snapshot.js';
+
+/**
+ * Downloads a full snapshot into `file`, decompressed, and verifies it on the way: the stored bytes
+ * against our recorded sha256 (when the object has one) and the db against etcd's sha256 trailer.
+ * Throws IntegrityError when either does not match; the caller decides whether to fall back.
+ */
+export async function fetchFullSnapshot(
+  store: SnapStore,
+  entry: CatalogEntry,
+  file: string,
+  options: { logger?: Logger; signal?: AbortSignal } = {},
+): Promise<FullSnapshotFacts> {
+  const label = `${store.location}/${entry.name}`;
+  const stored = createHash('sha256');
+  const check = new FullSnapshotCheck(label);
+  await pipeline(
+    await store.get(entry.name),
+    new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        stored.update(chunk);
+        done(null, chunk);
+      },
+    }),
+    byteProgress(options.logger ?? silentLogger, 'download', entry.size),
+    decompressor(entry.compression),
+    check,
+    createWriteStream(file),
+    { signal: options.signal },
+  );
+  const expected = entry.metadata[METADATA_SHA256];
+  if (expected && expected !== stored.digest('hex')) {
+    throw new IntegrityError(`${label} is damaged: its bytes do not match the sha256 recorded when it was stored`);
+  }
+  const facts = check.facts();
+  if (facts.revision !== entry.lastRevision) {
+    throw new IntegrityError(`${label} holds revision ${facts.revision}, but its name says ${entry.lastRevision}`);
+  }
+  return facts;
+}

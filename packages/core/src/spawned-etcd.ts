@@ -1,0 +1,129 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { EtcdBinaries } from './etcd-binaries.js';
+import { OperationError } from './errors.js';
+import { freePort } from './free-port.js';
+
+/** One etcd member run as a child process on loopback. */
+export interface EtcdMemberOptions {
+  binaries: EtcdBinaries;
+  name: string;
+  dataDir: string;
+  /** etcd's own log goes here, so a failure can show its last lines. */
+  logFile: string;
+  clientPort?: number;
+  peerPort?: number;
+  /** `name=peerURL,...`; defaults to this member alone. */
+  initialCluster?: string;
+  clusterState?: 'new' | 'existing';
+  clusterToken?: string;
+  /** A member nobody else relies on (restore, compact): skip fsync where etcd supports it. */
+  throwaway?: boolean;
+  extraArgs?: string[];
+}
+
+const running = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
+export class EtcdProcess {
+  private exited: Promise<number | null>;
+
+  private constructor(
+    readonly name: string,
+    readonly clientUrl: string,
+    readonly peerUrl: string,
+    readonly dataDir: string,
+    readonly logFile: string,
+    private readonly child: ChildProcess,
+  ) {
+    this.exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve(signal ? null : code)));
+    this.exited.then(() => running.delete(child));
+  }
+
+  static async start(options: EtcdMemberOptions): Promise<EtcdProcess> {
+    const clientPort = options.clientPort ?? (await freePort());
+    const peerPort = options.peerPort ?? (await freePort());
+    const clientUrl = `http://127.0.0.1:${clientPort}`;
+    const peerUrl = `http://127.0.0.1:${peerPort}`;
+    const args = [
+      `--name=${options.name}`,
+      `--data-dir=${options.dataDir}`,
+      `--listen-client-urls=${clientUrl}`,
+      `--advertise-client-urls=${clientUrl}`,
+      `--listen-peer-urls=${peerUrl}`,
+      `--initial-advertise-peer-urls=${peerUrl}`,
+      `--initial-cluster=${options.initialCluster ?? `${options.name}=${peerUrl}`}`,
+      `--initial-cluster-state=${options.clusterState ?? 'new'}`,
+      `--initial-cluster-token=${options.clusterToken ?? 'etcd-steward'}`,
+      // Restores and replays must never stop at the default 2 GiB NOSPACE alarm.
+      '--quota-backend-bytes=8589934592',
+      '--max-request-bytes=10485760',
+      ...(options.throwaway && options.binaries.supportsNoFsync ? ['--unsafe-no-fsync'] : []),
+      ...(options.extraArgs ?? []),
+    ];
+    const log = createWriteStream(options.logFile, { flags: 'a' });
+    const child = spawn(options.binaries.etcd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout?.pipe(log);
+    child.stderr?.pipe(log);
+    running.add(child);
+    return new EtcdProcess(options.name, clientUrl, peerUrl, options.dataDir, options.logFile, child);
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  /** Waits until the member reports healthy (it has a leader and no alarm). */
+  async waitHealthy(timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let exitCode: number | null | undefined;
+    this.exited.then((code) => {
+      exitCode = code;
+    });
+    while (Date.now() < deadline) {
+      if (exitCode !== undefined) {
+        throw new OperationError(`etcd ${this.name} exited (code ${exitCode}) while starting: ${await this.lastLogLine()}`);
+      }
+      try {
+        const res = await fetch(`${this.clientUrl}/health`, { signal: AbortSignal.timeout(2000) });
+        const body = (await res.json()) as { health?: string | boolean };
+        if (String(body.health) === 'true') return;
+      } catch {
+        // not up yet
+      }
+      await sleep(100);
+    }
+    throw new OperationError(`etcd ${this.name} did not become healthy within ${timeoutMs / 1000}s: ${await this.lastLogLine()}`);
+  }
+
+  /** SIGTERM, then SIGKILL if etcd has not exited after `graceMs`. Resolves with the exit code (null if killed). */
+  async stop(graceMs = 10_000): Promise<number | null> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return this.exited;
+    this.child.kill('SIGTERM');
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), graceMs);
+    try {
+      return await this.exited;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  kill(): Promise<number | null> {
+    this.child.kill('SIGKILL');
+    return this.exited;
+  }
+
+  async lastLogLine(): Promise<string> {
+    try {
+      const lines = (await readFile(this.logFile, 'utf8')).trim().split('\n');
+      const errors = lines.filter((l) => /\b(E|C|F)\s*\||"level":"(error|fatal|panic)"|panic:/.test(l));
+      return (errors.at(-1) ?? lines.at(-1) ?? '(no log)').slice(0, 500);
+    } catch {
+      return '(no log)';
+    }
+  }
+}

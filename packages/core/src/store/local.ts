@@ -1,0 +1,156 @@
+import { randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { type FileHandle, mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { dirname, join, relative, sep } from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { UsageError } from '../errors.js';
+import type { StoreLocation } from './location.js';
+import { type GetOptions, ObjectNotFoundError, type PutOptions, type SnapStore, type StoredObject } from './snapstore.js';
+import { checkMetadata } from './metadata.js';
+import { checkObjectName } from './object-name.js';
+
+/** Kept out of listings: in-flight writes and object metadata live in these folders of the store root. */
+const TEMP_DIR = '.tmp';
+const META_DIR = '.metadata';
+
+/**
+ * A directory as a store. Writes go to a temp file in the same file system, are fsynced and then renamed
+ * into place, so a crash never leaves a partial object. Metadata sits beside the tree in `.metadata/`,
+ * never under `v2/`, where ebr would read it as a snapshot.
+ */
+export class LocalStore implements SnapStore {
+  readonly location: string;
+
+  constructor(private readonly root: string) {
+    this.location = `file://${root}`;
+  }
+
+  async put(name: string, body: Readable, options: PutOptions = {}): Promise<void> {
+    const target = this.path(name);
+    checkMetadata(options.metadata);
+    const temp = join(this.root, TEMP_DIR, `${randomBytes(8).toString('hex')}.part`);
+    await mkdir(dirname(temp), { recursive: true });
+    try {
+      await pipeline(body, createWriteStream(temp), { signal: options.signal });
+      await fsyncPath(temp);
+      if (options.metadata && Object.keys(options.metadata).length > 0) {
+        await writeAtomically(this.metaPath(name), JSON.stringify(options.metadata), join(this.root, TEMP_DIR));
+      } else {
+        await rm(this.metaPath(name), { force: true });
+      }
+      await mkdir(dirname(target), { recursive: true });
+      await rename(temp, target);
+      await fsyncPath(dirname(target));
+    } catch (err) {
+      await rm(temp, { force: true });
+      throw err;
+    }
+  }
+
+  async get(name: string, options: GetOptions = {}): Promise<Readable> {
+    const path = this.path(name);
+    let handle: FileHandle;
+    try {
+      handle = await open(path, 'r'); // fails now, not mid-stream, when the object is missing
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new ObjectNotFoundError(this.location, name, { cause: err });
+      throw err;
+    }
+    return handle.createReadStream({ start: options.offset ?? 0 });
+  }
+
+  async list(prefix = ''): Promise<StoredObject[]> {
+    const out: StoredObject[] = [];
+    await this.walk(this.root, prefix, out);
+    return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  async stat(name: string): Promise<StoredObject | undefined> {
+    try {
+      const st = await stat(this.path(name));
+      if (!st.isFile()) return undefined;
+      return { name, size: st.size, lastModified: st.mtime, metadata: await this.readMetadata(name) };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw err;
+    }
+  }
+
+  async delete(name: string): Promise<void> {
+    await rm(this.path(name), { force: true });
+    await rm(this.metaPath(name), { force: true });
+  }
+
+  private async walk(dir: string, prefix: string, out: StoredObject[]): Promise<void> {
+    let entries;
+    try {
+      entries = await readdir(dir, { withFileTypes: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw err;
+    }
+    for (const entry of entries) {
+      const full = join(dir, entry.name);
+      const name = relative(this.root, full).split(sep).join('/');
+      if (dir === this.root && (entry.name === TEMP_DIR || entry.name === META_DIR)) continue;
+      if (entry.isDirectory()) {
+        if (prefix.startsWith(`${name}/`) || `${name}/`.startsWith(prefix)) await this.walk(full, prefix, out);
+      } else if (entry.isFile() && name.startsWith(prefix)) {
+        const object = await this.stat(name);
+        if (object) out.push(object);
+      }
+    }
+  }
+
+  private async readMetadata(name: string): Promise<Record<string, string>> {
+    try {
+      return JSON.parse(await readFile(this.metaPath(name), 'utf8')) as Record<string, string>;
+    } catch {
+      return {};
+    }
+  }
+
+  private path(name: string): string {
+    checkObjectName(name);
+    return join(this.root, ...name.split('/'));
+  }
+
+  private metaPath(name: string): string {
+    return `${join(this.root, META_DIR, ...name.split('/'))}.json`;
+  }
+}
+
+/** Files and directories alike: a rename is durable only once its directory is synced too. */
+async function fsyncPath(path: string): Promise<void> {
+  const handle = await open(path, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+async function writeAtomically(path: string, content: string, tempDir: string): Promise<void> {
+  const temp = join(tempDir, `${randomBytes(8).toString('hex')}.meta`);
+  await mkdir(dirname(path), { recursive: true });
+  const handle = await open(temp, 'w');
+  try {
+    await handle.writeFile(content);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await rename(temp, path);
+}
+
+export async function openLocalStore(location: StoreLocation): Promise<SnapStore> {
+  const root = location.container;
+  if (!root.startsWith('/')) throw new UsageError(`--store ${location.url.href}: give an absolute path`);
+  try {
+    await mkdir(root, { recursive: true });
+  } catch (err) {
+    throw new UsageError(`--store ${location.url.href}: cannot create directory ${root} (${(err as Error).message})`);
+  }
+  return new LocalStore(root);
+}

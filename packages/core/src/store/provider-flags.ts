@@ -1,0 +1,45 @@
+import { UsageError } from '../errors.js';
+
+/**
+ * ebr selects a store with `--storage-provider`, `--store-container` and `--store-prefix`; we select it with
+ * one URL. This turns the first into the second, so ebr's flags (and the manifests that use them) still work.
+ */
+export interface ProviderFlags {
+  provider: string;
+  container: string;
+  prefix?: string;
+}
+
+const SCHEMES: Record<string, string> = { S3: 's3', GCS: 'gs', ABS: 'azblob', LOCAL: 'file' };
+/** ebr providers we do not (yet) have, with what to use instead. */
+const UNSUPPORTED: Record<string, string> = {
+  SWIFT: 'OpenStack Swift is not supported; if your Swift has the S3 API, use --storage-provider S3',
+  OSS: 'Alibaba OSS is not supported; OSS speaks the S3 API: use --storage-provider S3 with its endpoint',
+  ECS: 'Dell ECS is not supported by name; ECS speaks the S3 API: use --storage-provider S3 with its endpoint',
+  OCS: 'OCS is not supported by name; it speaks the S3 API: use --storage-provider S3 with its endpoint',
+};
+
+export function storeUrlFromProviderFlags({ provider, container, prefix = '' }: ProviderFlags): string {
+  const name = provider.trim().toUpperCase();
+  const scheme = SCHEMES[name];
+  if (!scheme) {
+    const hint = UNSUPPORTED[name] ?? `use one of S3, GCS, ABS, Local (or --store URL)`;
+    throw new UsageError(`--storage-provider "${provider}": ${hint}`);
+  }
+  if (!container) throw new UsageError(`--storage-provider ${provider} needs --store-container`);
+  const path = prefix.replace(/^\/+|\/+$/g, '');
+  if (scheme === 'file') {
+    // ebr's Local provider keeps snapshots in <container>/<prefix>.
+    const dir = [container.replace(/\/+$/, ''), path].filter(Boolean).join('/');
+    if (!dir.startsWith('/')) throw new UsageError(`--store-container "${container}": the Local provider needs an absolute path`);
+    return `file://${encodePath(dir)}`;
+  }
+  if (/[/?#\s]/.test(container)) {
+    throw new UsageError(`--store-container "${container}" is not a bucket or container name`);
+  }
+  return `${scheme}://${container}${path ? `/${encodePath(path)}` : ''}`;
+}
+
+function encodePath(path: string): string {
+  return path.split('/').map(encodeURIComponent).join('/');
+}

@@ -1,0 +1,178 @@
+import { Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { OperationError } from '../errors.js';
+import {
+  type GetOptions,
+  ObjectNotFoundError,
+  type PutOptions,
+  type RequestSender,
+  type SnapStore,
+  type StoredObject,
+} from './snapstore.js';
+
+/**
+ * Retries as one wrapper around any store (restic's backend_retry): providers make each request once; this
+ * decides what is worth another try and how long to wait. Throttling, 5xx and dropped connections are;
+ * refused connections and unknown hosts are not (they are configuration, and retrying them only delays the
+ * message that says so).
+ *
+ * A put cannot be retried whole, because its body is a stream that cannot be rewound. So the wrapper hands
+ * the provider a sender (PutOptions.send) for the requests it can send again as they are (a part, a block,
+ * the commit). A get that breaks off midway is resumed where it stopped.
+ */
+export interface RetryPolicy {
+  /** Tries per request, the first one included. */
+  attempts: number;
+  /** The first wait; each later one may be twice as long (exponential backoff, full jitter). */
+  baseDelayMs: number;
+  maxDelayMs: number;
+}
+
+export const DEFAULT_RETRY_POLICY: RetryPolicy = { attempts: 10, baseDelayMs: 200, maxDelayMs: 20_000 };
+
+const TRANSIENT_CODES = new Set([
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ECONNABORTED',
+  'EAI_AGAIN',
+  'ENETRESET',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ERR_STREAM_PREMATURE_CLOSE',
+  'UND_ERR_SOCKET',
+  'REQUEST_SEND_ERROR', // Azure's name for a request that never got an answer
+]);
+
+const TRANSIENT_NAMES = new Set([
+  'TimeoutError',
+  'RequestTimeout',
+  'RequestTimeoutException',
+  'SlowDown',
+  'Throttling',
+  'ThrottlingException',
+  'TooManyRequestsException',
+  'RequestLimitExceeded',
+  'InternalError',
+  'ServiceUnavailable',
+  'ServerBusy',
+  'OperationTimedOut',
+]);
+
+/** Whether another try may succeed: looks through the `cause` chain, so providers can wrap SDK errors. */
+export function isTransient(err: unknown): boolean {
+  for (let e = err, depth = 0; e && typeof e === 'object' && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
+    const status = statusOf(e);
+    if (status !== undefined) return status === 408 || status === 429 || (status >= 500 && status !== 501 && status !== 505);
+    const { code, name, message } = e as { code?: unknown; name?: unknown; message?: unknown };
+    if (typeof code === 'string' && TRANSIENT_CODES.has(code)) return true;
+    if (typeof name === 'string' && TRANSIENT_NAMES.has(name)) return true;
+    if (typeof message === 'string' && /socket hang up|premature close|other side closed|aborted/i.test(message)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/** The HTTP status an SDK error carries, each SDK under its own name. */
+export function statusOf(err: unknown): number | undefined {
+  const e = err as { $metadata?: { httpStatusCode?: unknown }; statusCode?: unknown; status?: unknown; code?: unknown };
+  for (const value of [e.$metadata?.httpStatusCode, e.statusCode, e.status, e.code]) {
+    if (typeof value === 'number' && value >= 100 && value < 600) return value;
+  }
+  return undefined;
+}
+
+/** Full jitter: a random wait up to an exponentially growing cap spreads clients that failed together. */
+export function backoffDelay(policy: RetryPolicy, retry: number): number {
+  const cap = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.min(retry, 30));
+  return Math.random() * cap;
+}
+
+export async function retry<T>(request: () => Promise<T>, policy: RetryPolicy, signal?: AbortSignal): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    signal?.throwIfAborted();
+    try {
+      return await request();
+    } catch (err) {
+      // An abort from the caller is final; any other abort is a request timeout inside an SDK.
+      if (signal?.aborted || attempt >= policy.attempts || !isTransient(err)) throw err;
+    }
+    await sleep(backoffDelay(policy, attempt - 1), undefined, { signal });
+  }
+}
+
+export class RetryingStore implements SnapStore {
+  readonly location: string;
+
+  constructor(
+    private readonly inner: SnapStore,
+    private readonly policy: RetryPolicy = DEFAULT_RETRY_POLICY,
+  ) {
+    this.location = inner.location;
+  }
+
+  put(name: string, body: Readable, options: PutOptions = {}): Promise<void> {
+    return this.inner.put(name, body, { ...options, send: this.sender() });
+  }
+
+  /** Retries single requests with this store's policy. No default signal: clean-up after an abort must still run. */
+  sender(): RequestSender {
+    return (request, signal) => retry(request, this.policy, signal);
+  }
+
+  /** Resumes a download that breaks off, at the byte where it stopped; the size comes from a stat first. */
+  async get(name: string, options: GetOptions = {}): Promise<Readable> {
+    const object = await this.stat(name);
+    if (!object) throw new ObjectNotFoundError(this.location, name);
+    let offset = options.offset ?? 0;
+    const first = await retry(() => this.inner.get(name, { offset }), this.policy);
+    const { inner, policy, location } = this;
+    async function* resuming(): AsyncGenerator<Buffer> {
+      let current: Readable | undefined = first;
+      let failures = 0;
+      while (true) {
+        try {
+          current ??= await inner.get(name, { offset });
+          for await (const chunk of current) {
+            offset += chunk.length;
+            failures = 0;
+            yield chunk;
+          }
+          current = undefined;
+          if (offset >= object!.size) return;
+          throw new OperationError(`${location}: reading "${name}" stopped at byte ${offset} of ${object!.size}`, {
+            cause: Object.assign(new Error('premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }),
+          });
+        } catch (err) {
+          current?.destroy();
+          current = undefined;
+          if (++failures >= policy.attempts || !isTransient(err)) throw err;
+          await sleep(backoffDelay(policy, failures - 1));
+        }
+      }
+    }
+    return Readable.from(resuming(), { objectMode: false, highWaterMark: 64 * 1024 });
+  }
+
+  list(prefix?: string): Promise<StoredObject[]> {
+    return retry(() => this.inner.list(prefix), this.policy);
+  }
+
+  stat(name: string): Promise<StoredObject | undefined> {
+    return retry(() => this.inner.stat(name), this.policy);
+  }
+
+  delete(name: string): Promise<void> {
+    return retry(() => this.inner.delete(name), this.policy);
+  }
+
+  async close(): Promise<void> {
+    await this.inner.close?.();
+  }
+
+  /** The store this one wraps, for provider-specific operations (e.g. S3's cleanupIncompleteUploads). */
+  unwrap(): SnapStore {
+    return this.inner;
+  }
+}

@@ -1,0 +1,63 @@
+import type { Readable } from 'node:stream';
+import { OperationError } from '../errors.js';
+
+/** One object in a store, as a listing or stat returns it. `name` is relative to the store prefix. */
+export interface StoredObject {
+  name: string;
+  size: number;
+  lastModified: Date;
+  /** Object metadata (string values), e.g. our sha256 of the stored bytes. */
+  metadata: Record<string, string>;
+}
+
+export interface PutOptions {
+  /** Keys lower-case `[a-z0-9-]`, starting with a letter, so that they survive every provider (see metadata.ts). */
+  metadata?: Record<string, string>;
+  /** Aborts the upload; the object must then not become visible. */
+  signal?: AbortSignal;
+  /**
+   * Sends one request of the upload that can be sent again as it is: a part, a block, the commit. A stream
+   * cannot be rewound, so the retry wrapper (retry.ts) retries these units rather than the whole put. Providers
+   * send every such request through it and keep no retry logic of their own.
+   */
+  send?: RequestSender;
+}
+
+/** Runs `request`, perhaps more than once; `signal` ends the waiting between attempts. */
+export type RequestSender = <T>(request: () => Promise<T>, signal?: AbortSignal) => Promise<T>;
+
+export interface GetOptions {
+  /** Start reading at this byte: the retry wrapper resumes an interrupted download with it. */
+  offset?: number;
+}
+
+/**
+ * A place to keep snapshot objects. Every provider (local, S3, GCS, Azure) implements this and must pass
+ * the shared conformance suite. Names are relative to the store's prefix and use `/` as separator.
+ *
+ * Guarantees every provider keeps:
+ * - `put` is atomic: readers see the whole object or nothing; a failed or aborted put leaves nothing.
+ * - `get` streams; it never buffers the whole object.
+ * - `list` returns every object under `prefix` (relative to the store prefix), paging as needed.
+ */
+export interface SnapStore {
+  /** A human-readable location for messages, without credentials, e.g. `s3://bucket/prefix`. */
+  readonly location: string;
+  put(name: string, body: Readable, options?: PutOptions): Promise<void>;
+  /** Rejects with ObjectNotFoundError, before any byte is read, when there is no such object. */
+  get(name: string, options?: GetOptions): Promise<Readable>;
+  list(prefix?: string): Promise<StoredObject[]>;
+  /** `undefined` when there is no such object. */
+  stat(name: string): Promise<StoredObject | undefined>;
+  /** Deleting a missing object is not an error. */
+  delete(name: string): Promise<void>;
+  /** Releases connections; the store is not used afterwards. */
+  close?(): Promise<void>;
+}
+
+export class ObjectNotFoundError extends OperationError {
+  constructor(location: string, name: string, options?: { cause?: unknown }) {
+    super(`${location}: there is no object "${name}"`, options);
+  }
+}
+

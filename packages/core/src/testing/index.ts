@@ -1,0 +1,2 @@
+export * from './etcd-cluster.js';
+export * from './workload.js';

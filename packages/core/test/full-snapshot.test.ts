@@ -1,0 +1,103 @@
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createGunzip } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decompressor } from '../src/compression.js';
+import { FullSnapshotCheck } from '../src/full-snapshot-check.js';
+import { IntegrityError } from '../src/errors.js';
+import { parseSnapshotName } from '../src/snapshot-name.js';
+import { LocalStore } from '../src/store/local.js';
+import { takeFullSnapshot } from '../src/take-full-snapshot.js';
+import { type TestCluster, startCluster, writeWorkload } from '../src/testing/index.js';
+
+const fixture = new URL('../../../../shared/fixtures/ebr-v0.23-store/v2/', import.meta.url);
+
+async function check(bytes: Buffer) {
+  const c = new FullSnapshotCheck('test snapshot');
+  await pipeline(Readable.from([bytes]), c, async (source) => {
+    for await (const _ of source);
+  });
+  return c.facts();
+}
+
+describe('full snapshot check', () => {
+  it("reads the revision of ebr's fixture snapshots (etcd 3.4.23)", async () => {
+    const plain = await readFile(new URL('Full-00000000-00000007-1795299379', fixture));
+    expect((await check(plain)).revision).toBe(7);
+    const gz: Buffer[] = [];
+    await pipeline(Readable.from([await readFile(new URL('Full-00000000-00000003-1795299353.gz', fixture))]), createGunzip(), async (s) => {
+      for await (const c of s) gz.push(c);
+    });
+    expect((await check(Buffer.concat(gz))).revision).toBe(3);
+  });
+
+  it('reads the revision whatever the chunking', async () => {
+    const plain = await readFile(new URL('Full-00000000-00000007-1795299379', fixture));
+    for (const size of [1, 7, 31, 33, 4095, 4097]) {
+      const chunks: Buffer[] = [];
+      for (let i = 0; i < plain.length; i += size) chunks.push(plain.subarray(i, i + size));
+      const c = new FullSnapshotCheck('chunked');
+      await pipeline(Readable.from(chunks), c, async (s) => {
+        for await (const _ of s);
+      });
+      expect(c.facts().revision).toBe(7);
+    }
+  });
+
+  it('rejects a bit flip and a truncation', async () => {
+    const plain = await readFile(new URL('Full-00000000-00000007-1795299379', fixture));
+    const flipped = Buffer.from(plain);
+    flipped[5000] ^= 0x10;
+    await expect(check(flipped)).rejects.toThrow(/damaged: its content does not match its sha256/);
+    await expect(check(plain.subarray(0, plain.length - 100))).rejects.toThrow(IntegrityError);
+    await expect(check(plain.subarray(0, plain.length - 100))).rejects.toThrow(/truncated/);
+  });
+});
+
+describe('takeFullSnapshot against a real etcd', () => {
+  let cluster: TestCluster;
+  let dir: string;
+  beforeAll(async () => {
+    cluster = await startCluster();
+    dir = await mkdtemp(join(tmpdir(), 'full-snapshot-test-'));
+  });
+  afterAll(async () => {
+    await cluster?.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('names the snapshot with the exact revision it holds and stores it verified', async () => {
+    const client = cluster.client();
+    await writeWorkload(client, { keys: 2000 });
+    const before = Number((await client.kv.range({ key: Buffer.from('x') })).header.revision);
+    const store = new LocalStore(join(dir, 'store'));
+    for (const compression of ['zstd', 'gzip', 'none'] as const) {
+      const saved = await takeFullSnapshot({ client, endpoints: cluster.endpoints, store, compression, tempDir: dir });
+      expect(saved.revision).toBe(before);
+      expect(parseSnapshotName(saved.ref.name)).toMatchObject({ kind: 'Full', startRevision: 0, lastRevision: before });
+      // what is stored decompresses to a snapshot that verifies
+      const c = new FullSnapshotCheck('stored');
+      await pipeline(await store.get(saved.ref.name), decompressor(saved.ref.compression), c, async (s) => {
+        for await (const _ of s);
+      });
+      expect(c.facts().revision).toBe(before);
+      expect((await store.stat(saved.ref.name))?.metadata.sha256).toMatch(/^[0-9a-f]{64}$/);
+    }
+    // no temp files left behind
+    expect((await readdir(dir)).filter((f) => f.startsWith('etcd-snapshot-'))).toEqual([]);
+  });
+
+  it('stores nothing when etcd is unreachable', async () => {
+    const store = new LocalStore(join(dir, 'empty-store'));
+    const { createEtcdClient } = await import('../src/etcd-client.js');
+    const client = createEtcdClient({ endpoints: ['http://127.0.0.1:1'] });
+    await expect(
+      takeFullSnapshot({ client, endpoints: ['http://127.0.0.1:1'], store, compression: 'zstd', tempDir: dir }),
+    ).rejects.toThrow(/cannot reach etcd at http:\/\/127.0.0.1:1/);
+    client.close();
+    expect(await store.list()).toEqual([]);
+  });
+});

@@ -1,0 +1,7 @@
+import { describeConformance } from './conformance.js';
+import { AZURE_PART_SIZE, startAzureTarget } from './azure-target.js';
+
+describeConformance('Azure Blob', async () => {
+  const target = await startAzureTarget();
+  return { open: (prefix) => target.open(prefix), partSize: AZURE_PART_SIZE, stop: target.stop };
+});

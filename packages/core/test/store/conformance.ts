@@ -1,0 +1,191 @@
+/**
+ * The one suite every store provider must pass (restic's backend test suite, for our SnapStore). A provider's
+ * test file starts its server and calls describeConformance with a way to open stores on it.
+ */
+import { createHash } from 'node:crypto';
+import { type ObjectNotFoundError, type SnapStore, UsageError } from '@etcd-steward/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bodyOf, failingBody, randomData, readAll, stallingBody } from './streams.js';
+
+export interface ConformanceTarget {
+  /** Opens a store on the provider under this prefix (stores with different prefixes share a bucket). */
+  open(prefix: string): Promise<SnapStore>;
+  /** The part size the target configured: multi-part tests write more than two parts. */
+  partSize: number;
+  /** Uploads begun and neither finished nor abandoned on the server, when the server can tell. */
+  pendingUploads?(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+export function describeConformance(provider: string, start: () => Promise<ConformanceTarget>): void {
+  describe(`${provider} store conformance`, () => {
+    let target: ConformanceTarget;
+    let counter = 0;
+    const stores: SnapStore[] = [];
+    /** A fresh prefix per test, so that tests never see each other's objects. */
+    const fresh = async (prefix = `t${++counter}`) => {
+      const store = await target.open(`conformance/${prefix}`);
+      stores.push(store);
+      return store;
+    };
+
+    beforeAll(async () => {
+      target = await start();
+    });
+    afterAll(async () => {
+      await Promise.all(stores.map((s) => s.close?.()));
+      await target?.stop();
+    });
+
+    it('round-trips an empty object', async () => {
+      const store = await fresh();
+      await store.put('v2/empty', bodyOf(Buffer.alloc(0)));
+      expect((await readAll(await store.get('v2/empty'))).length).toBe(0);
+      expect(await store.stat('v2/empty')).toMatchObject({ name: 'v2/empty', size: 0 });
+    });
+
+    it('round-trips a small object with its metadata', async () => {
+      const store = await fresh();
+      const data = randomData(1234);
+      const metadata = { sha256: createHash('sha256').update(data).digest('hex'), 'etcd-version': '3.5.17' };
+      await store.put('v2/Full-00000000-00000001-1700000000.gz', bodyOf(data), { metadata });
+      expect(await readAll(await store.get('v2/Full-00000000-00000001-1700000000.gz'))).toEqual(data);
+      const stat = await store.stat('v2/Full-00000000-00000001-1700000000.gz');
+      expect(stat).toMatchObject({ size: 1234, metadata });
+      expect(stat!.lastModified.getTime()).toBeGreaterThan(Date.now() - 10 * 60_000);
+    });
+
+    it('round-trips an object of more than two parts', async () => {
+      const store = await fresh();
+      const data = randomData(target.partSize * 2 + 12_345);
+      await store.put('v2/big', bodyOf(data, 100_000));
+      const back = await readAll(await store.get('v2/big'));
+      expect(back.length).toBe(data.length);
+      expect(back.equals(data)).toBe(true);
+      expect((await store.stat('v2/big'))?.size).toBe(data.length);
+    });
+
+    it('streams a read: the first bytes arrive before the rest is read', async () => {
+      const store = await fresh();
+      const data = randomData(target.partSize * 2 + 1);
+      await store.put('v2/stream', bodyOf(data));
+      const stream = await store.get('v2/stream');
+      const first: Buffer = await new Promise((resolve, reject) => {
+        stream.once('data', resolve);
+        stream.once('error', reject);
+      });
+      stream.pause();
+      expect(first.length).toBeGreaterThan(0);
+      expect(first.length).toBeLessThan(data.length);
+      const rest = await readAll(stream);
+      expect(Buffer.concat([first, rest]).equals(data)).toBe(true);
+    });
+
+    it('reads from an offset', async () => {
+      const store = await fresh();
+      const data = randomData(100_000);
+      await store.put('v2/offset', bodyOf(data));
+      expect((await readAll(await store.get('v2/offset', { offset: 70_000 }))).equals(data.subarray(70_000))).toBe(true);
+    });
+
+    it('replaces an object on a second put', async () => {
+      const store = await fresh();
+      await store.put('v2/x', bodyOf(Buffer.from('first')), { metadata: { n: '1' } });
+      await store.put('v2/x', bodyOf(Buffer.from('second!')), { metadata: { n: '2' } });
+      expect((await readAll(await store.get('v2/x'))).toString()).toBe('second!');
+      expect(await store.stat('v2/x')).toMatchObject({ size: 7, metadata: { n: '2' } });
+    });
+
+    it('lists more than 1,000 objects, across pages, sorted', async () => {
+      const store = await fresh();
+      const names = Array.from({ length: 1010 }, (_, i) => `v2/Incr-${String(i).padStart(8, '0')}-x`);
+      await inBatches(names, 32, (name) => store.put(name, bodyOf(Buffer.from(name))));
+      await store.put('v1/Backup-1/Full-x', bodyOf(Buffer.from('legacy')));
+      const listed = await store.list('v2/');
+      expect(listed.map((o) => o.name)).toEqual(names);
+      expect(listed[0]).toMatchObject({ size: names[0].length });
+      expect((await store.list()).length).toBe(1011);
+      expect((await store.list('v2/Incr-000010')).map((o) => o.name)).toEqual(names.slice(1000, 1010));
+    });
+
+    it('keeps stores with different prefixes apart, even when one prefix starts the other', async () => {
+      const a = await fresh('iso-a');
+      const ab = await fresh('iso-ab');
+      await a.put('v2/same', bodyOf(Buffer.from('in a')));
+      await ab.put('v2/same', bodyOf(Buffer.from('in ab')));
+      await ab.put('v2/only-ab', bodyOf(Buffer.from('x')));
+      expect((await a.list()).map((o) => o.name)).toEqual(['v2/same']);
+      expect((await ab.list()).map((o) => o.name)).toEqual(['v2/only-ab', 'v2/same']);
+      expect((await readAll(await a.get('v2/same'))).toString()).toBe('in a');
+      await a.delete('v2/same');
+      expect((await readAll(await ab.get('v2/same'))).toString()).toBe('in ab');
+    });
+
+    it('deletes, and deleting a missing object is no error', async () => {
+      const store = await fresh();
+      await store.put('v2/gone', bodyOf(Buffer.from('bye')), { metadata: { a: 'b' } });
+      await store.delete('v2/gone');
+      expect(await store.stat('v2/gone')).toBeUndefined();
+      expect(await store.list()).toEqual([]);
+      await store.delete('v2/gone');
+      await store.delete('v2/never-was');
+    });
+
+    it('reports a missing object: stat undefined, get rejects before streaming', async () => {
+      const store = await fresh();
+      expect(await store.stat('v2/missing')).toBeUndefined();
+      await expect(store.get('v2/missing')).rejects.toMatchObject({
+        name: 'ObjectNotFoundError',
+        message: expect.stringContaining('v2/missing'),
+      } satisfies Partial<ObjectNotFoundError>);
+    });
+
+    it('takes concurrent writers to different keys', async () => {
+      const store = await fresh();
+      const bodies = Array.from({ length: 6 }, (_, i) => randomData(i % 2 ? target.partSize + 1000 : 5000));
+      await Promise.all(bodies.map((data, i) => store.put(`v2/c${i}`, bodyOf(data))));
+      for (const [i, data] of bodies.entries()) expect((await readAll(await store.get(`v2/c${i}`))).equals(data)).toBe(true);
+    });
+
+    it('leaves nothing behind when a put is aborted midway', async () => {
+      const store = await fresh();
+      const data = randomData(target.partSize * 3);
+      const controller = new AbortController();
+      const put = store.put('v2/aborted', stallingBody(data, target.partSize * 2 + 100), { signal: controller.signal });
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      controller.abort();
+      await expect(put).rejects.toThrow();
+      expect(await store.stat('v2/aborted')).toBeUndefined();
+      expect(await store.list()).toEqual([]);
+      if (target.pendingUploads) expect(await target.pendingUploads()).toBe(0);
+    });
+
+    it('leaves nothing behind when the body fails midway, and the old object stays', async () => {
+      const store = await fresh();
+      await store.put('v2/kept', bodyOf(Buffer.from('old')));
+      const data = randomData(target.partSize * 2 + 5);
+      await expect(store.put('v2/kept', failingBody(data, target.partSize + 10))).rejects.toThrow();
+      await expect(store.put('v2/new', failingBody(data, 10))).rejects.toThrow();
+      expect((await readAll(await store.get('v2/kept'))).toString()).toBe('old');
+      expect((await store.list()).map((o) => o.name)).toEqual(['v2/kept']);
+      if (target.pendingUploads) expect(await target.pendingUploads()).toBe(0);
+    });
+
+    it('refuses names that could escape the prefix, and metadata not every provider keeps', async () => {
+      const store = await fresh();
+      for (const bad of ['', '../x', 'a//b', '/abs', 'a/./b']) {
+        await expect(store.put(bad, bodyOf(Buffer.from('x')))).rejects.toBeInstanceOf(UsageError);
+      }
+      for (const key of ['Upper', 'under_score', '1digit', 'dot.ted']) {
+        await expect(store.put('v2/m', bodyOf(Buffer.from('x')), { metadata: { [key]: 'v' } })).rejects.toBeInstanceOf(
+          UsageError,
+        );
+      }
+      expect(await store.stat('v2/m')).toBeUndefined();
+    });
+  });
+}
+
+async function inBatches<T>(items: T[], size: number, run: (item: T) => Promise<void>): Promise<void> {
+  for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(run));
+}

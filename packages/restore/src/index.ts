@@ -1,0 +1,2 @@
+export * from './restore.js';
+export { DataDirTarget } from './data-dir.js';

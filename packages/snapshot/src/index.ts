@@ -1,0 +1,1 @@
+export { formatSnapshotTable } from './snapshot-table.js';

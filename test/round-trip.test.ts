@@ -1,0 +1,120 @@
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EtcdProcess, createEtcdClient, findEtcdBinaries, keyspaceFingerprint } from '@etcd-steward/core';
+import { type TestCluster, startCluster, writeWorkload } from '@etcd-steward/core/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runProgram } from './run-program.js';
+
+describe('snapshot → restore round trip (programs as processes, real etcd)', () => {
+  let cluster: TestCluster;
+  let dir: string;
+  let store: string;
+  let source: { revision: number; keys: number; sha256: string };
+
+  beforeAll(async () => {
+    cluster = await startCluster();
+    dir = await mkdtemp(join(tmpdir(), 'round-trip-'));
+    store = `file://${join(dir, 'store')}`;
+    const client = cluster.client();
+    await writeWorkload(client, { keys: 20_000, valueSize: 100 });
+    source = await keyspaceFingerprint(client);
+  });
+
+  afterAll(async () => {
+    await cluster?.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('restores the exact keyspace and revision', async () => {
+    const endpoints = cluster.endpoints.join(',');
+    const saved = await runProgram('etcd-snapshot', ['save', '--endpoints', endpoints, '--store', store, '--output', 'json']);
+    expect(saved.stderr).not.toMatch(/"level":"error"/);
+    expect(saved.code).toBe(0);
+    const summary = JSON.parse(saved.stdout);
+    expect(summary.revision).toBe(source.revision);
+    expect(summary.name).toMatch(new RegExp(`^v2/Full-00000000-${String(source.revision).padStart(8, '0')}-\\d+\\.zst$`));
+
+    const listed = await runProgram('etcd-snapshot', ['list', '--store', store]);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toContain(summary.name);
+
+    const dataDir = join(dir, 'restored');
+    const restored = await runProgram('etcd-restore', ['--store', store, '--data-dir', dataDir, '--name', 'r0', '--output', 'json']);
+    expect(restored.stderr).not.toMatch(/"level":"error"/);
+    expect(restored.code).toBe(0);
+    expect(JSON.parse(restored.stdout)).toMatchObject({ revision: source.revision, snapshot: summary.name });
+    // no scratch dirs left beside the target
+    expect((await readdir(dir)).sort()).toEqual(['restored', 'store']);
+
+    const etcd = await EtcdProcess.start({
+      binaries: await findEtcdBinaries(),
+      name: 'r0',
+      dataDir,
+      logFile: join(dir, 'restored-etcd.log'),
+    });
+    try {
+      await etcd.waitHealthy();
+      const client = createEtcdClient({ endpoints: [etcd.clientUrl] });
+      try {
+        expect(await keyspaceFingerprint(client)).toEqual(source);
+      } finally {
+        client.close();
+      }
+    } finally {
+      await etcd.stop();
+    }
+  });
+
+  it('refuses bad input with exit 2 and a one-line reason, touching nothing', async () => {
+    const endpoints = cluster.endpoints.join(',');
+    const scheme = await runProgram('etcd-snapshot', ['save', '--endpoints', endpoints, '--store', 'ftp://x/y']);
+    expect(scheme.code).toBe(2);
+    expect(scheme.stderr).toMatch(/unknown store scheme .*ftp:/);
+
+    const occupied = join(dir, 'occupied');
+    await rm(occupied, { recursive: true, force: true });
+    await import('node:fs/promises').then((fs) => fs.mkdir(occupied));
+    await writeFile(join(occupied, 'keep'), 'mine');
+    const existing = await runProgram('etcd-restore', ['--store', store, '--data-dir', occupied]);
+    expect(existing.code).toBe(2);
+    expect(existing.stderr).toMatch(/is not empty: pass --force/);
+    expect(await readFile(join(occupied, 'keep'), 'utf8')).toBe('mine');
+
+    const down = await runProgram('etcd-snapshot', ['save', '--endpoints', 'http://127.0.0.1:1', '--store', `file://${join(dir, 'other')}`]);
+    expect(down.code).toBe(1);
+    expect(down.stderr.trim().split('\n')).toHaveLength(1);
+    expect(down.stderr).toMatch(/cannot reach etcd at http:\/\/127\.0\.0\.1:1/);
+  });
+
+  it('falls back from a damaged newest snapshot, and fails cleanly on a truncated one', async () => {
+    const badStore = join(dir, 'bad-store');
+    const url = `file://${badStore}`;
+    const endpoints = cluster.endpoints.join(',');
+    expect((await runProgram('etcd-snapshot', ['save', '--endpoints', endpoints, '--store', url, '--compression', 'none'])).code).toBe(0);
+    const [good] = await readdir(join(badStore, 'v2'));
+    // a newer copy with one bit flipped in the middle of the db
+    const bytes = await readFile(join(badStore, 'v2', good));
+    const flipped = Buffer.from(bytes);
+    flipped[Math.floor(bytes.length / 2)] ^= 0x01;
+    const newer = good.replace(/-(\d+)$/, (_, t) => `-${Number(t) + 60}`);
+    await writeFile(join(badStore, 'v2', newer), flipped);
+
+    const target = join(dir, 'fallback');
+    const res = await runProgram('etcd-restore', ['--store', url, '--data-dir', target, '--output', 'json']);
+    expect(res.code).toBe(0);
+    const result = JSON.parse(res.stdout);
+    expect(result.snapshot).toBe(`v2/${good}`);
+    expect(result.skipped).toEqual([{ name: `v2/${newer}`, reason: expect.stringMatching(/sha256/) }]);
+
+    // only a truncated snapshot: a clear failure and no data dir
+    const truncStore = join(dir, 'trunc-store');
+    await import('node:fs/promises').then((fs) => fs.mkdir(join(truncStore, 'v2'), { recursive: true }));
+    await writeFile(join(truncStore, 'v2', good), bytes.subarray(0, bytes.length - 1000));
+    const truncTarget = join(dir, 'trunc-target');
+    const trunc = await runProgram('etcd-restore', ['--store', `file://${truncStore}`, '--data-dir', truncTarget]);
+    expect(trunc.code).toBe(1);
+    expect(trunc.stderr).toMatch(/truncated/);
+    await expect(readdir(truncTarget)).rejects.toThrow(/ENOENT/);
+  });
+});

@@ -1,0 +1,24 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export interface ProgramResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+const bins: Record<string, string> = {
+  'etcd-snapshot': '../packages/snapshot/bin/etcd-snapshot.js',
+  'etcd-restore': '../packages/restore/bin/etcd-restore.js',
+};
+
+/** Runs a built program as a user would (a separate Node process), never throwing on a non-zero exit. */
+export function runProgram(program: keyof typeof bins | string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<ProgramResult> {
+  const bin = fileURLToPath(new URL(bins[program], import.meta.url));
+  return new Promise((resolve) => {
+    execFile(process.execPath, [bin, ...args], { env: { ...process.env, ...env }, maxBuffer: 64 << 20 }, (err, stdout, stderr) => {
+      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}

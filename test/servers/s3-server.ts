@@ -1,0 +1,122 @@
+/**
+ * fauxqs as an S3 server on 127.0.0.1. Its own start helper binds 0.0.0.0, so the app is built and bound
+ * here. Two things real S3 has and fauxqs lacks are added in front of its routes:
+ * - access key checks, so that tests can see what wrong credentials do (the signature is not verified);
+ * - ListMultipartUploads, which `cleanupIncompleteUploads` needs.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { TestServer } from './test-server.ts';
+
+export interface S3TestServer extends TestServer {
+  accessKeyId: string;
+  secretAccessKey: string;
+  region: string;
+  createBucket(name: string): void;
+  /** Multipart uploads not yet completed or aborted, as the server sees them. */
+  pendingUploads(bucket: string): { key: string; uploadId: string; parts: number }[];
+}
+
+export interface S3ServerOptions {
+  /** Keep object bodies in files under this directory instead of memory (large benchmarks). */
+  storageDir?: string;
+  buckets?: string[];
+}
+
+// fauxqs exports only its app builder (and only to `import`); the stores it is built from are reached by path.
+const fauxqsDist = (() => {
+  const dirs = createRequire(import.meta.url).resolve.paths('fauxqs') ?? [];
+  const found = dirs.map((d) => join(d, 'fauxqs', 'dist')).find((d) => existsSync(join(d, 'app.js')));
+  if (!found) throw new Error('fauxqs is not installed: run pnpm install');
+  return found;
+})();
+const internal = (path: string) => import(pathToFileURL(join(fauxqsDist, path)).href);
+
+interface PendingUpload {
+  uploadId: string;
+  bucket: string;
+  key: string;
+  initiated: Date;
+  parts: Map<number, unknown>;
+}
+
+export async function startS3Server(options: S3ServerOptions = {}): Promise<S3TestServer> {
+  const [{ buildApp }, { S3Store }, { SqsStore }, { SnsStore }, { FileS3Persistence }] = await Promise.all([
+    import('fauxqs'),
+    internal('s3/s3Store.js'),
+    internal('sqs/sqsStore.js'),
+    internal('sns/snsStore.js'),
+    internal('s3/fileS3Persistence.js'),
+  ]);
+  const s3Store = new S3Store();
+  if (options.storageDir) s3Store.persistence = new FileS3Persistence(options.storageDir);
+  const app = buildApp({ logger: false, stores: { s3Store, sqsStore: new SqsStore(), snsStore: new SnsStore() } });
+
+  const accessKeyId = `AKTEST${randomBytes(6).toString('hex').toUpperCase()}`;
+  const secretAccessKey = randomBytes(20).toString('base64');
+
+  app.addHook('onRequest', async (request, reply) => {
+    const auth = request.headers.authorization ?? '';
+    const credential = /Credential=([^/]+)\//.exec(auth)?.[1];
+    if (credential !== accessKeyId) {
+      return reply
+        .status(403)
+        .header('content-type', 'application/xml')
+        .send(s3Error('InvalidAccessKeyId', 'The AWS Access Key Id you provided does not exist in our records.'));
+    }
+    const url = new URL(request.url, 'http://s3');
+    const bucket = /^\/([^/]+)\/?$/.exec(url.pathname)?.[1];
+    if (request.method === 'GET' && bucket && url.searchParams.has('uploads')) {
+      const prefix = url.searchParams.get('prefix') ?? '';
+      const uploads = uploadsOf(s3Store, bucket).filter((u) => u.key.startsWith(prefix));
+      return reply.header('content-type', 'application/xml').send(listUploadsXml(bucket, prefix, uploads));
+    }
+  });
+
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as { port: number };
+  for (const name of options.buckets ?? []) s3Store.createBucket(name);
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    accessKeyId,
+    secretAccessKey,
+    region: 'us-east-1',
+    createBucket: (name) => s3Store.createBucket(name),
+    pendingUploads: (name) =>
+      uploadsOf(s3Store, name).map(({ key, uploadId, parts }) => ({ key, uploadId, parts: parts.size })),
+    stop: async () => {
+      await app.close();
+    },
+  };
+}
+
+function uploadsOf(store: { multipartUploads: Map<string, PendingUpload> }, bucket: string): PendingUpload[] {
+  return [...store.multipartUploads.values()].filter((u) => u.bucket === bucket);
+}
+
+function listUploadsXml(bucket: string, prefix: string, uploads: PendingUpload[]): string {
+  const items = uploads
+    .map(
+      (u) =>
+        `<Upload><Key>${xml(u.key)}</Key><UploadId>${xml(u.uploadId)}</UploadId>` +
+        `<Initiated>${u.initiated.toISOString()}</Initiated><StorageClass>STANDARD</StorageClass></Upload>`,
+    )
+    .join('');
+  return (
+    '<?xml version="1.0" encoding="UTF-8"?>' +
+    '<ListMultipartUploadsResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">' +
+    `<Bucket>${xml(bucket)}</Bucket><Prefix>${xml(prefix)}</Prefix><MaxUploads>1000</MaxUploads>` +
+    `<IsTruncated>false</IsTruncated>${items}</ListMultipartUploadsResult>`
+  );
+}
+
+function s3Error(code: string, message: string): string {
+  return `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>${xml(message)}</Message></Error>`;
+}
+
+function xml(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}

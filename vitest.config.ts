@@ -1,0 +1,24 @@
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vitest/config';
+
+const src = (pkg: string, file = 'index.ts') => fileURLToPath(new URL(`./packages/${pkg}/src/${file}`, import.meta.url));
+
+export default defineConfig({
+  resolve: {
+    // Tests run against the TypeScript sources; end-to-end tests run the built programs.
+    alias: [
+      { find: /^@etcd-steward\/core\/testing$/, replacement: src('core', 'testing/index.ts') },
+      { find: /^@etcd-steward\/core$/, replacement: src('core') },
+      { find: /^@etcd-steward\/snapshot$/, replacement: src('snapshot') },
+      { find: /^@etcd-steward\/restore$/, replacement: src('restore') },
+    ],
+  },
+  test: {
+    include: ['packages/*/test/**/*.test.ts', 'test/**/*.test.ts'],
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
+    pool: 'forks',
+    fileParallelism: true,
+    maxWorkers: 2,
+  },
+});
