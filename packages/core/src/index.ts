@@ -18,3 +18,4 @@ export * from './snapshot-catalog.js';
 export * from './fetch-full-snapshot.js';
 export * from './snapshot-restore-command.js';
 export * from './db-file-revision.js';
+export * from './delta-format.js';

@@ -1,0 +1,215 @@
+import { createHash, type Hash } from 'node:crypto';
+import { Readable, Transform, type TransformCallback } from 'node:stream';
+import { IntegrityError } from './errors.js';
+
+/*
+ * A delta snapshot as ebr writes it (and reads it): a JSON array of
+ * `{"etcdEvent": <mvccpb.Event as Go's encoding/json writes it>, "time": RFC3339Nano}`, then the raw 32-byte
+ * sha256 of the JSON bytes; the whole is then compressed. Go writes zero fields as absent, `type` 1 for a
+ * DELETE, bytes as base64 and int64 as bare numbers — lease IDs exceed 2^53, so they stay decimal strings here.
+ */
+
+export interface DeltaEvent {
+  type: 'put' | 'delete';
+  key: Buffer;
+  /** Empty for a delete. */
+  value: Buffer;
+  createRevision: number;
+  modRevision: number;
+  version: number;
+  /** Lease ID as a decimal string; '0' for none. */
+  lease: string;
+  /** When the sidecar saw the event (RFC 3339). */
+  time: string;
+}
+
+export const DELTA_TRAILER = 32;
+
+/** One array element, with fields in the order and omissions of Go's encoder. */
+export function encodeDeltaEvent(e: DeltaEvent): string {
+  const kv: string[] = [`"key":"${e.key.toString('base64')}"`];
+  if (e.createRevision) kv.push(`"create_revision":${e.createRevision}`);
+  if (e.modRevision) kv.push(`"mod_revision":${e.modRevision}`);
+  if (e.version) kv.push(`"version":${e.version}`);
+  if (e.value.length > 0) kv.push(`"value":"${e.value.toString('base64')}"`);
+  if (e.lease !== '0' && e.lease !== '') kv.push(`"lease":${e.lease}`);
+  const type = e.type === 'delete' ? '"type":1,' : '';
+  return `{"etcdEvent":{${type}"kv":{${kv.join(',')}}},"time":${JSON.stringify(e.time)}}`;
+}
+
+const INT64 = /^-?\d{1,19}$/;
+
+/** Parses and validates one element; anything unexpected is an IntegrityError naming the field. */
+export function decodeDeltaEvent(json: string): DeltaEvent {
+  let raw: unknown;
+  try {
+    // The reviver keeps the lease's source digits: JSON numbers past 2^53 lose precision.
+    raw = JSON.parse(json, function (this: unknown, key: string, value: unknown, context?: { source?: string }) {
+      return key === 'lease' && context?.source ? context.source : value;
+    } as never);
+  } catch (err) {
+    throw new IntegrityError(`delta event is not JSON: ${(err as Error).message}`);
+  }
+  const event = (raw as { etcdEvent?: { type?: unknown; kv?: Record<string, unknown> } })?.etcdEvent;
+  const kv = event?.kv;
+  if (!kv || typeof kv !== 'object' || typeof kv.key !== 'string') throw new IntegrityError('delta event has no kv.key');
+  const type = event.type === undefined || event.type === 0 ? 'put' : event.type === 1 ? 'delete' : undefined;
+  if (!type) throw new IntegrityError(`delta event has an unknown type ${JSON.stringify(event.type)}`);
+  const num = (name: string): number => {
+    const v = kv[name] ?? 0;
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw new IntegrityError(`delta event kv.${name} is not a revision`);
+    return v;
+  };
+  const lease = String(kv.lease ?? '0');
+  if (!INT64.test(lease)) throw new IntegrityError('delta event kv.lease is not an int64');
+  const time = (raw as { time?: unknown }).time;
+  const decoded: DeltaEvent = {
+    type,
+    key: Buffer.from(kv.key, 'base64'),
+    value: typeof kv.value === 'string' ? Buffer.from(kv.value, 'base64') : Buffer.alloc(0),
+    createRevision: num('create_revision'),
+    modRevision: num('mod_revision'),
+    version: num('version'),
+    lease,
+    time: typeof time === 'string' ? time : '',
+  };
+  if (decoded.modRevision === 0) throw new IntegrityError('delta event has no kv.mod_revision');
+  return decoded;
+}
+
+/** The bytes of a delta (before compression): JSON array then sha256 trailer, produced as events arrive. */
+export function encodeDelta(events: Iterable<DeltaEvent> | AsyncIterable<DeltaEvent>): Readable {
+  return Readable.from(
+    (async function* () {
+      const hash = createHash('sha256');
+      const emit = (s: string) => {
+        const b = Buffer.from(s);
+        hash.update(b);
+        return b;
+      };
+      let first = true;
+      yield emit('[');
+      for await (const e of events) {
+        yield emit(`${first ? '' : ','}${encodeDeltaEvent(e)}`);
+        first = false;
+      }
+      yield emit(']');
+      yield hash.digest();
+    })(),
+    { objectMode: false },
+  );
+}
+
+/**
+ * Splits a delta's bytes (decompressed) into events, in object mode, and fails at the end unless the
+ * trailer is the sha256 of the JSON. Events stream out before the check, so a caller that must not act on
+ * a damaged delta verifies it first (verifyDelta) and reads it again.
+ */
+export class DeltaDecoder extends Transform {
+  private readonly hash: Hash = createHash('sha256');
+  private state: 'start' | 'array' | 'trailer' = 'start';
+  private depth = 0;
+  private inString = false;
+  private escaped = false;
+  private element: Buffer[] = [];
+  private trailer: Buffer[] = [];
+  private trailerBytes = 0;
+
+  constructor(private readonly label: string) {
+    super({ readableObjectMode: true });
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    try {
+      this.scan(chunk);
+      done();
+    } catch (err) {
+      done(err instanceof IntegrityError ? new IntegrityError(`${this.label}: ${err.message}`) : (err as Error));
+    }
+  }
+
+  override _flush(done: TransformCallback): void {
+    const trailer = Buffer.concat(this.trailer);
+    if (this.state !== 'trailer' || trailer.length !== DELTA_TRAILER) {
+      return done(new IntegrityError(`${this.label} is truncated: the JSON array or its 32-byte sha256 is incomplete`));
+    }
+    if (!this.hash.digest().equals(trailer)) {
+      return done(new IntegrityError(`${this.label} is damaged: its content does not match its sha256 trailer`));
+    }
+    done();
+  }
+
+  private scan(chunk: Buffer): void {
+    let i = 0;
+    if (this.state === 'trailer') return this.addTrailer(chunk);
+    let elementStart = this.depth > 0 ? 0 : -1;
+    for (; i < chunk.length; i++) {
+      const c = chunk[i];
+      if (this.state === 'start') {
+        if (c === 0x5b) this.state = 'array';
+        else if (!isSpace(c)) throw new IntegrityError('a delta must start with a JSON array');
+        continue;
+      }
+      if (this.inString) {
+        if (this.escaped) this.escaped = false;
+        else if (c === 0x5c) this.escaped = true;
+        else if (c === 0x22) this.inString = false;
+        continue;
+      }
+      if (c === 0x22) {
+        if (this.depth === 0) throw new IntegrityError('a delta array holds a bare string');
+        this.inString = true;
+      } else if (c === 0x7b) {
+        if (this.depth === 0) elementStart = i;
+        this.depth++;
+      } else if (c === 0x7d) {
+        this.depth--;
+        if (this.depth === 0) {
+          this.element.push(chunk.subarray(elementStart, i + 1));
+          this.push(decodeDeltaEvent(Buffer.concat(this.element).toString('utf8')));
+          this.element = [];
+          elementStart = -1;
+        } else if (this.depth < 0) throw new IntegrityError('a delta has unbalanced braces');
+      } else if (this.depth === 0) {
+        if (c === 0x5d) {
+          this.hash.update(chunk.subarray(0, i + 1));
+          this.state = 'trailer';
+          return this.addTrailer(chunk.subarray(i + 1));
+        }
+        if (c !== 0x2c && !isSpace(c)) throw new IntegrityError('a delta array holds something other than objects');
+      }
+    }
+    if (this.depth > 0 && elementStart >= 0) this.element.push(Buffer.from(chunk.subarray(elementStart)));
+    this.hash.update(chunk);
+  }
+
+  private addTrailer(bytes: Buffer): void {
+    if (bytes.length === 0) return;
+    this.trailerBytes += bytes.length;
+    if (this.trailerBytes > DELTA_TRAILER) throw new IntegrityError('unexpected bytes after the sha256 trailer');
+    this.trailer.push(Buffer.from(bytes));
+  }
+}
+
+function isSpace(c: number): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+}
+
+/** Reads a whole delta through the decoder; resolves with its revision range once the trailer matched. */
+export async function verifyDelta(
+  bytes: Readable,
+  label: string,
+): Promise<{ events: number; firstRevision: number; lastRevision: number }> {
+  const decoder = bytes.pipe(new DeltaDecoder(label));
+  bytes.once('error', (err) => decoder.destroy(err));
+  let events = 0;
+  let firstRevision = 0;
+  let lastRevision = 0;
+  for await (const e of decoder as AsyncIterable<DeltaEvent>) {
+    if (e.modRevision < lastRevision) throw new IntegrityError(`${label}: revisions go backwards at ${e.modRevision}`);
+    if (events === 0) firstRevision = e.modRevision;
+    lastRevision = e.modRevision;
+    events++;
+  }
+  return { events, firstRevision, lastRevision };
+}

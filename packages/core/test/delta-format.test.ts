@@ -1,0 +1,71 @@
+import { readFile } from 'node:fs/promises';
+import { Readable } from 'node:stream';
+import { gunzipSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import { type DeltaEvent, DeltaDecoder, encodeDelta, encodeDeltaEvent, verifyDelta } from '../src/delta-format.js';
+
+const fixture = (name: string) => readFile(new URL(`../../../../shared/fixtures/ebr-v0.23-store/v2/${name}`, import.meta.url));
+
+async function decode(bytes: Buffer, chunk = bytes.length): Promise<DeltaEvent[]> {
+  const chunks: Buffer[] = [];
+  for (let i = 0; i < bytes.length; i += chunk) chunks.push(bytes.subarray(i, i + chunk));
+  const out: DeltaEvent[] = [];
+  for await (const e of Readable.from(chunks).pipe(new DeltaDecoder('test'))) out.push(e);
+  return out;
+}
+
+async function collect(r: Readable): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for await (const c of r) parts.push(c);
+  return Buffer.concat(parts);
+}
+
+describe('delta format (ebr-compatible)', () => {
+  it("reads ebr's deltas and writes them back byte for byte", async () => {
+    for (const [name, gz] of [
+      ['Incr-00000004-00000007-1795299359.gz', true],
+      ['Incr-00000008-00000008-1795299383', false],
+    ] as const) {
+      const raw = gz ? gunzipSync(await fixture(name)) : await fixture(name);
+      for (const chunk of [1, 5, 64, raw.length]) {
+        const events = await decode(raw, chunk);
+        expect(await collect(encodeDelta(events))).toEqual(raw);
+      }
+    }
+  });
+
+  it('decodes puts and deletes as etcd recorded them', async () => {
+    const events = await decode(await fixture('Incr-00000008-00000008-1795299383'));
+    expect(events.map((e) => [e.type, e.key.toString(), e.value.toString(), e.modRevision, e.createRevision, e.version])).toEqual([
+      ['put', '/t1', 'x', 8, 8, 1],
+      ['put', '/t2', 'y', 8, 8, 1],
+      ['delete', '/k1', '', 8, 0, 0],
+    ]);
+  });
+
+  it('keeps lease IDs beyond 2^53 exact', async () => {
+    const e: DeltaEvent = {
+      type: 'put',
+      key: Buffer.from('k'),
+      value: Buffer.from('v'),
+      createRevision: 5,
+      modRevision: 5,
+      version: 1,
+      lease: '7587869413498472327',
+      time: '2026-01-01T00:00:00Z',
+    };
+    expect(encodeDeltaEvent(e)).toContain('"lease":7587869413498472327');
+    const [back] = await decode(await collect(encodeDelta([e])));
+    expect(back.lease).toBe('7587869413498472327');
+  });
+
+  it('rejects damage and truncation', async () => {
+    const raw = await fixture('Incr-00000008-00000008-1795299383');
+    const flipped = Buffer.from(raw);
+    flipped[20] ^= 0x01;
+    await expect(verifyDelta(Readable.from([flipped]), 'd')).rejects.toThrow(/damaged|not JSON|kv/);
+    await expect(verifyDelta(Readable.from([raw.subarray(0, raw.length - 5)]), 'd')).rejects.toThrow(/truncated/);
+    await expect(verifyDelta(Readable.from([raw.subarray(0, 50)]), 'd')).rejects.toThrow(/truncated/);
+    expect(await verifyDelta(Readable.from([raw]), 'd')).toEqual({ events: 3, firstRevision: 8, lastRevision: 8 });
+  });
+});
