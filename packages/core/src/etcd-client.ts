@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { Etcd3, type IOptions } from 'etcd3';
+import { createRequire } from 'node:module';
+import type { Etcd3, IOptions } from 'etcd3';
 import { UsageError } from './errors.js';
 
 /** How to reach etcd: the same flags in every program (`--endpoints --cacert --cert --key`). */
@@ -54,7 +55,10 @@ export function createEtcdClient(conn: EtcdConnection): Etcd3 {
     }
   }
   if (conn.username) options.auth = { username: conn.username, password: conn.password ?? '' };
-  return new Etcd3(options);
+  // Loaded on first use: etcd3 with grpc-js and its protobuf schemas costs ~45 MB, which programs that only
+  // stream a snapshot (etcd-grpc.ts) never pay.
+  const { Etcd3: Client } = createRequire(import.meta.url)('etcd3') as typeof import('etcd3');
+  return new Client(options);
 }
 
 function readPem(path: string, flag: string): Buffer {

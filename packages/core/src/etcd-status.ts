@@ -1,18 +1,52 @@
 import type { Etcd3 } from 'etcd3';
+import type { EtcdConnection } from './etcd-client.js';
+import { grpcUnary } from './etcd-grpc.js';
 import { OperationError, errorMessage } from './errors.js';
+import { readFields } from './protobuf-reader.js';
 
 export interface EtcdStatus {
   version: string;
   dbSize: number;
+  /** Member IDs are uint64: decimal strings. */
   leader: string;
   memberId: string;
   revision: number;
 }
 
 /**
- * Asks etcd for its status within `timeoutMs`: the first call every program makes, so that an
- * unreachable etcd is one clear error instead of a client retrying in silence.
+ * Maintenance/Status of one member (the first endpoint unless named), within `timeoutMs`: the first call
+ * a program makes, so that an unreachable etcd is one clear error instead of a client retrying in silence.
  */
+export async function memberStatus(
+  conn: EtcdConnection,
+  options: { endpoint?: string; timeoutMs?: number } = {},
+): Promise<EtcdStatus> {
+  const endpoint = options.endpoint ?? conn.endpoints[0];
+  let response: Buffer;
+  try {
+    response = await grpcUnary(conn, '/etcdserverpb.Maintenance/Status', Buffer.alloc(0), {
+      endpoint,
+      timeoutMs: options.timeoutMs ?? 10_000,
+    });
+  } catch (err) {
+    throw new OperationError(
+      `cannot reach etcd at ${endpoint}: ${errorMessage(err).replace(/^etcd at \S+: /, '')}; check --endpoints (and --cacert/--cert/--key for TLS) and that etcd is running`,
+      { cause: err },
+    );
+  }
+  const fields = readFields(response);
+  const header = readFields(fields.find((f) => f.field === 1)?.bytes ?? Buffer.alloc(0));
+  const varint = (list: typeof fields, n: number) => list.find((f) => f.field === n)?.varint ?? 0n;
+  return {
+    version: fields.find((f) => f.field === 2)?.bytes?.toString('utf8') ?? 'unknown',
+    dbSize: Number(varint(fields, 3)),
+    leader: String(varint(fields, 4)),
+    memberId: String(varint(header, 2)),
+    revision: Number(varint(header, 3)),
+  };
+}
+
+/** @deprecated use memberStatus: it needs no etcd3 client. */
 export async function etcdStatus(client: Etcd3, endpoints: string[], timeoutMs = 10_000): Promise<EtcdStatus> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {

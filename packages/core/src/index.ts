@@ -19,3 +19,8 @@ export * from './fetch-full-snapshot.js';
 export * from './snapshot-restore-command.js';
 export * from './db-file-revision.js';
 export * from './delta-format.js';
+export * from './coalesce.js';
+export * from './etcd-grpc.js';
+export * from './memory-bound.js';
+export * from './protobuf-reader.js';
+export * from './snapshot-stream.js';

@@ -131,13 +131,11 @@ export class SnapshotRevisionScanner {
       this.kinds[id] = BRANCH;
       this.values[id] = count > 0 ? Number(page.readBigUInt64LE(PAGE_HEADER + (count - 1) * ELEMENT + 8)) : Number.NaN;
     } else if (flags === LEAF) {
-      const elements = leafElements(page, 0);
       this.kinds[id] = LEAF;
-      const lastKey = elements[elements.length - 1]?.key;
-      this.values[id] = lastKey ? (revisionMain(lastKey) ?? Number.NaN) : Number.NaN;
-      if (id === this.rootPage) this.rootBuckets = bucketsOf(elements);
-      const marks = marksOf(elements);
-      if (marks.length > 0) this.compaction.set(id, Math.max(...marks));
+      this.values[id] = lastRevisionKey(page);
+      if (id === this.rootPage) this.rootBuckets = bucketsOf(leafElements(page, 0));
+      const mark = compactionMark(page);
+      if (mark !== undefined) this.compaction.set(id, mark);
     }
   }
 
@@ -186,6 +184,35 @@ function bucketsOf(elements: LeafElement[]): Map<string, BucketRef> {
     buckets.set(e.key.toString('latin1'), root === 0 ? { root, inline: e.value.subarray(16) } : { root });
   }
   return buckets;
+}
+
+/** The `main` of a leaf page's last key when it is a revision key, else NaN; reads no other element. */
+function lastRevisionKey(page: Buffer): number {
+  const count = page.readUInt16LE(10);
+  if (count === 0) return Number.NaN;
+  const at = PAGE_HEADER + (count - 1) * ELEMENT;
+  const ksize = page.readUInt32LE(at + 8);
+  const keyAt = at + page.readUInt32LE(at + 4);
+  if ((ksize !== 17 && ksize !== 18) || keyAt + ksize > page.length || page[keyAt + 8] !== 0x5f) return Number.NaN;
+  return Number(page.readBigUInt64BE(keyAt));
+}
+
+const MARK_NAMES = [Buffer.from('finishedCompactRev'), Buffer.from('scheduledCompactRev')];
+
+/** The highest compaction mark on a leaf page of the `meta` bucket, found without decoding other pages' keys. */
+function compactionMark(page: Buffer): number | undefined {
+  const count = page.readUInt16LE(10);
+  let mark: number | undefined;
+  for (let i = 0; i < count; i++) {
+    const at = PAGE_HEADER + i * ELEMENT;
+    const ksize = page.readUInt32LE(at + 8);
+    if ((ksize !== 18 && ksize !== 19) || page.readUInt32LE(at + 12) !== 17) continue;
+    const keyAt = at + page.readUInt32LE(at + 4);
+    if (keyAt + ksize + 17 > page.length) continue;
+    const key = page.subarray(keyAt, keyAt + ksize);
+    if (MARK_NAMES.some((n) => n.equals(key))) mark = Math.max(mark ?? 0, Number(page.readBigUInt64BE(keyAt + ksize)));
+  }
+  return mark;
 }
 
 /** `main` of an etcd revision key: 8 bytes big-endian, `_`, 8 bytes sub, optional `t` (tombstone). */

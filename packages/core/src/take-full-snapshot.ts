@@ -2,11 +2,14 @@ import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type Readable, Transform } from 'node:stream';
+import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { Etcd3 } from 'etcd3';
+import { coalesce } from './coalesce.js';
+import type { EtcdConnection } from './etcd-client.js';
+import { openSnapshotStream } from './snapshot-stream.js';
 import { type CompressionPolicy, compressionSuffix, compressor } from './compression.js';
-import { etcdStatus } from './etcd-status.js';
+import { memberStatus } from './etcd-status.js';
+import { boundedMemory } from './memory-bound.js';
 import { FullSnapshotCheck } from './full-snapshot-check.js';
 import { type Logger, silentLogger } from './logger.js';
 import { byteProgress } from './progress.js';
@@ -14,8 +17,8 @@ import { type SnapshotRef, parseSnapshotName, snapshotName } from './snapshot-na
 import type { SnapStore } from './store/snapstore.js';
 
 export interface FullSnapshotOptions {
-  client: Etcd3;
-  endpoints: string[];
+  /** Status and the snapshot itself streams over its own HTTP/2 connection (snapshot-stream.ts). */
+  connection: EtcdConnection;
   store: SnapStore;
   compression: CompressionPolicy;
   /** Where the compressed snapshot waits while its name (which holds its revision) is not yet known. */
@@ -50,17 +53,17 @@ export async function takeFullSnapshot(options: FullSnapshotOptions): Promise<Sa
   const logger = options.logger ?? silentLogger;
   const started = Date.now();
   const createdAt = Math.floor((options.now?.() ?? new Date()).getTime() / 1000);
-  const status = await etcdStatus(options.client, options.endpoints);
+  const status = await memberStatus(options.connection);
   const workDir = await mkdtemp(join(options.tempDir, 'etcd-snapshot-'));
   try {
     const temp = join(workDir, 'snapshot');
     const check = new FullSnapshotCheck('the snapshot etcd sent');
     const storedHash = createHash('sha256');
     let storedSize = 0;
-    const response = (await options.client.maintenance.snapshot()) as unknown as Readable;
     await pipeline(
-      response,
-      blobs(),
+      openSnapshotStream(options.connection, { signal: options.signal }),
+      coalesce(),
+      boundedMemory(),
       byteProgress(logger, 'snapshot', status.dbSize),
       check,
       compressor(options.compression),
@@ -101,14 +104,4 @@ export async function takeFullSnapshot(options: FullSnapshotOptions): Promise<Sa
   } finally {
     await rm(workDir, { recursive: true, force: true });
   }
-}
-
-/** etcd's snapshot responses as plain bytes. */
-function blobs(): Transform {
-  return new Transform({
-    writableObjectMode: true,
-    transform(message: { blob: Buffer }, _enc, done) {
-      done(null, message.blob);
-    },
-  });
 }

@@ -75,7 +75,7 @@ describe('takeFullSnapshot against a real etcd', () => {
     const before = Number((await client.kv.range({ key: Buffer.from('x') })).header.revision);
     const store = new LocalStore(join(dir, 'store'));
     for (const compression of ['zstd', 'gzip', 'none'] as const) {
-      const saved = await takeFullSnapshot({ client, endpoints: cluster.endpoints, store, compression, tempDir: dir });
+      const saved = await takeFullSnapshot({ connection: { endpoints: cluster.endpoints }, store, compression, tempDir: dir });
       expect(saved.revision).toBe(before);
       expect(parseSnapshotName(saved.ref.name)).toMatchObject({ kind: 'Full', startRevision: 0, lastRevision: before });
       // what is stored decompresses to a snapshot that verifies
@@ -92,12 +92,9 @@ describe('takeFullSnapshot against a real etcd', () => {
 
   it('stores nothing when etcd is unreachable', async () => {
     const store = new LocalStore(join(dir, 'empty-store'));
-    const { createEtcdClient } = await import('../src/etcd-client.js');
-    const client = createEtcdClient({ endpoints: ['http://127.0.0.1:1'] });
     await expect(
-      takeFullSnapshot({ client, endpoints: ['http://127.0.0.1:1'], store, compression: 'zstd', tempDir: dir }),
+      takeFullSnapshot({ connection: { endpoints: ['http://127.0.0.1:1'] }, store, compression: 'zstd', tempDir: dir }),
     ).rejects.toThrow(/cannot reach etcd at http:\/\/127.0.0.1:1/);
-    client.close();
     expect(await store.list()).toEqual([]);
   });
 });

@@ -1,7 +1,6 @@
 import {
   type CompressionPolicy,
   COMPRESSION_POLICIES,
-  createEtcdClient,
   etcdConnection,
   etcdOptions,
   listSnapshots,
@@ -33,33 +32,27 @@ await programArgs('etcd-snapshot')
       runProgram(args.output, async ({ logger, signal, output }) => {
         const conn = etcdConnection(args);
         const store = await openStore(args.store);
-        const client = createEtcdClient(conn);
-        try {
-          const saved = await takeFullSnapshot({
-            client,
-            endpoints: conn.endpoints,
-            store,
-            compression: args.compression,
-            tempDir: args['temp-dir'],
-            logger,
-            signal,
-          });
-          const summary = {
-            name: saved.ref.name,
-            revision: saved.revision,
-            dbBytes: saved.dbSize,
-            storedBytes: saved.storedSize,
-            etcdVersion: saved.etcdVersion,
-            seconds: saved.durationMs / 1000,
-          };
-          process.stdout.write(
-            output === 'json'
-              ? `${JSON.stringify(summary)}\n`
-              : `saved ${store.location}/${saved.ref.name} (revision ${saved.revision}, ${saved.storedSize} bytes)\n`,
-          );
-        } finally {
-          client.close();
-        }
+        const saved = await takeFullSnapshot({
+          connection: conn,
+          store,
+          compression: args.compression,
+          tempDir: args['temp-dir'],
+          logger,
+          signal,
+        });
+        const summary = {
+          name: saved.ref.name,
+          revision: saved.revision,
+          dbBytes: saved.dbSize,
+          storedBytes: saved.storedSize,
+          etcdVersion: saved.etcdVersion,
+          seconds: saved.durationMs / 1000,
+        };
+        process.stdout.write(
+          output === 'json'
+            ? `${JSON.stringify(summary)}\n`
+            : `saved ${store.location}/${saved.ref.name} (revision ${saved.revision}, ${saved.storedSize} bytes)\n`,
+        );
       }),
   )
   .command(

@@ -1,0 +1,135 @@
+import { readFileSync } from 'node:fs';
+import http2 from 'node:http2';
+import { Transform, type TransformCallback } from 'node:stream';
+import type { EtcdConnection } from './etcd-client.js';
+import { OperationError } from './errors.js';
+
+/*
+ * A few etcd calls over plain HTTP/2 with hand-read messages, for the paths that must be fast and small:
+ * the general gRPC client (etcd3 → grpc-js → protobufjs) costs ~45 MB of memory to load and decodes a
+ * snapshot at ~165 MB/s here, where this reads it at ~250 MB/s — faster than etcdctl.
+ */
+
+const WINDOW = 4 << 20;
+
+export interface GrpcCall {
+  /** gRPC message payloads as they arrive (object mode: one Buffer a message). */
+  messages: Transform;
+  close(): void;
+}
+
+/** Starts a call with one request message; the response messages stream out of `messages`. */
+export function grpcCall(
+  conn: EtcdConnection,
+  path: string,
+  request: Buffer,
+  options: { signal?: AbortSignal; endpoint?: string } = {},
+): GrpcCall {
+  const endpoint = options.endpoint ?? conn.endpoints[0];
+  const session = http2.connect(endpoint, {
+    settings: { initialWindowSize: WINDOW },
+    ...(endpoint.startsWith('https:')
+      ? {
+          ca: conn.cacert ? readFileSync(conn.cacert) : undefined,
+          cert: conn.cert ? readFileSync(conn.cert) : undefined,
+          key: conn.key ? readFileSync(conn.key) : undefined,
+        }
+      : {}),
+  });
+  const messages = new GrpcFrames(endpoint);
+  const close = () => {
+    session.destroy();
+  };
+  const fail = (err: Error) => {
+    messages.destroy(new OperationError(`etcd at ${endpoint}: ${err.message}`, { cause: err }));
+    close();
+  };
+  session.on('error', fail);
+  session.on('connect', () => session.setLocalWindowSize(WINDOW));
+  const req = session.request(
+    { ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers' },
+    { signal: options.signal },
+  );
+  req.on('error', fail);
+  const checkStatus = (headers: http2.IncomingHttpHeaders) => {
+    const status = headers['grpc-status'];
+    if (status !== undefined && status !== '0') {
+      const message = decodeURIComponent(String(headers['grpc-message'] ?? ''));
+      fail(new Error(`${path} failed (gRPC status ${status}): ${message}`));
+    }
+  };
+  req.on('response', checkStatus);
+  req.on('trailers', checkStatus);
+  req.on('end', () => session.close());
+  const frame = Buffer.alloc(5);
+  frame.writeUInt32BE(request.length, 1);
+  req.end(Buffer.concat([frame, request]));
+  req.pipe(messages);
+  messages.on('close', close);
+  return { messages, close };
+}
+
+/** A unary call: the one response message. */
+export async function grpcUnary(
+  conn: EtcdConnection,
+  path: string,
+  request: Buffer,
+  options: { timeoutMs?: number; endpoint?: string } = {},
+): Promise<Buffer> {
+  const signal = AbortSignal.timeout(options.timeoutMs ?? 10_000);
+  const call = grpcCall(conn, path, request, { signal, endpoint: options.endpoint });
+  let response: Buffer | undefined;
+  try {
+    for await (const message of call.messages) response = message as Buffer;
+  } catch (err) {
+    if (signal.aborted) throw new OperationError(`etcd at ${options.endpoint ?? conn.endpoints[0]}: no answer within ${(options.timeoutMs ?? 10_000) / 1000}s`);
+    throw err;
+  } finally {
+    call.close();
+  }
+  if (!response) throw new OperationError(`etcd at ${options.endpoint ?? conn.endpoints[0]} sent no response to ${path}`);
+  return response;
+}
+
+/** gRPC's length-prefixed frames in, one Buffer a message out. */
+class GrpcFrames extends Transform {
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+
+  constructor(private readonly endpoint: string) {
+    super({ readableObjectMode: true, readableHighWaterMark: 64 });
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    this.pending.push(chunk);
+    this.pendingBytes += chunk.length;
+    while (this.pendingBytes >= 5) {
+      const head = this.peek(5);
+      if (head[0] !== 0) return done(new OperationError(`etcd at ${this.endpoint} sent a compressed gRPC message`));
+      const length = head.readUInt32BE(1);
+      if (this.pendingBytes < 5 + length) break;
+      this.push(this.consume(5 + length).subarray(5));
+    }
+    done();
+  }
+
+  override _flush(done: TransformCallback): void {
+    if (this.pendingBytes > 0) return done(new OperationError(`the stream from ${this.endpoint} ended mid-message`));
+    done();
+  }
+
+  private peek(n: number): Buffer {
+    if (this.pending[0].length < n) this.pending = [Buffer.concat(this.pending, this.pendingBytes)];
+    return this.pending[0].subarray(0, n);
+  }
+
+  private consume(n: number): Buffer {
+    if (this.pending[0].length < n) this.pending = [Buffer.concat(this.pending, this.pendingBytes)];
+    const head = this.pending[0];
+    const out = head.subarray(0, n);
+    if (head.length === n) this.pending.shift();
+    else this.pending[0] = head.subarray(n);
+    this.pendingBytes -= n;
+    return out;
+  }
+}

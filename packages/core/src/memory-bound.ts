@@ -1,0 +1,27 @@
+import { Transform } from 'node:stream';
+import v8 from 'node:v8';
+import vm from 'node:vm';
+
+/*
+ * Streaming a large file through Node allocates a fresh Buffer for every network chunk and every
+ * compressed block. They die young, but V8 only collects them once ~64 MB of dead external memory has
+ * piled up, which alone would break our memory budget (150 MB for a snapshot of any size). A young-
+ * generation collection every few MB costs ~1 ms and keeps the peak flat (scripts/bench/snapshot-save.ts).
+ */
+v8.setFlagsFromString('--expose-gc');
+const collect = vm.runInNewContext('gc') as (options: { type: 'minor' | 'major' }) => void;
+
+/** A pass-through stage that collects the young generation every `bytes` that flow through it. */
+export function boundedMemory(bytes = 4 << 20): Transform {
+  let since = 0;
+  return new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      since += chunk.length;
+      if (since >= bytes) {
+        since = 0;
+        collect({ type: 'minor' });
+      }
+      done(null, chunk);
+    },
+  });
+}

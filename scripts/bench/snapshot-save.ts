@@ -1,0 +1,102 @@
+// etcd-snapshot save (zstd, gzip) against `etcdctl snapshot save` on a ~250 MB database:
+// wall time and peak RSS side by side. Usage: node scripts/bench/snapshot-save.ts [--keys 200000] [--runs 3]
+// Targets (issue #2): within 1.3x of etcdctl's time with compression on; peak RSS under 150 MB.
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { startCluster } from '@etcd-steward/core/testing';
+import { measure, median, printTable } from './measure.ts';
+
+const { values } = parseArgs({ options: { keys: { type: 'string', default: '200000' }, runs: { type: 'string', default: '3' } } });
+const keys = Number(values.keys);
+const runs = Number(values.runs);
+const root = new URL('../..', import.meta.url).pathname;
+const work = await mkdtemp(join(tmpdir(), 'bench-snapshot-'));
+const cluster = await startCluster();
+try {
+  const client = cluster.client();
+  console.log(`loading ${keys} keys of 1 KiB (values half JSON-like, half random, as Kubernetes objects are)…`);
+  const batch = 100;
+  let next = 0;
+  const worker = async () => {
+    while (next < keys) {
+      const start = next;
+      next += batch;
+      await client.kv.txn({
+        compare: [],
+        success: Array.from({ length: Math.min(batch, keys - start) }, (_, j) => {
+          const i = start + j;
+          const json = JSON.stringify({ kind: 'ConfigMap', name: `cm-${i}`, labels: { app: `app-${i % 50}` }, data: 'x'.repeat(300) });
+          const value = Buffer.from(json + randomBytes(768).toString('base64').slice(0, Math.max(0, 1024 - json.length)));
+          return { request_put: { key: Buffer.from(`/registry/configmaps/ns-${i % 100}/cm-${i}`), value } };
+        }),
+        failure: [],
+      });
+    }
+  };
+  await Promise.all(Array.from({ length: 8 }, worker));
+  const endpoint = cluster.endpoints[0];
+  const cases: Array<{ name: string; run: (i: number) => Promise<{ seconds: number; peakRssMb: number; bytes: number }> }> = [
+    {
+      name: 'etcdctl snapshot save',
+      run: async (i) => {
+        const file = join(work, `etcdctl-${i}.db`);
+        const m = await measure('etcdctl', ['--endpoints', endpoint, 'snapshot', 'save', file], { ETCDCTL_API: '3' });
+        if (m.code !== 0) throw new Error(`etcdctl failed: ${m.stderr}`);
+        const bytes = (await stat(file)).size;
+        await rm(file);
+        return { ...m, bytes };
+      },
+    },
+    ...(['zstd', 'gzip'] as const).map((compression) => ({
+      name: `etcd-snapshot save (${compression})`,
+      run: async (i: number) => {
+        const store = join(work, `store-${compression}-${i}`);
+        const m = await measure(process.execPath, [
+          join(root, 'packages/snapshot/bin/etcd-snapshot.js'),
+          'save',
+          '--endpoints',
+          endpoint,
+          '--store',
+          `file://${store}`,
+          '--compression',
+          compression,
+          '--output',
+          'json',
+        ]);
+        if (m.code !== 0) throw new Error(`etcd-snapshot failed: ${m.stderr}`);
+        const bytes = JSON.parse(m.stdout).storedBytes as number;
+        await rm(store, { recursive: true });
+        return { ...m, bytes };
+      },
+    })),
+  ];
+  const results = new Map<string, Array<{ seconds: number; peakRssMb: number; bytes: number }>>();
+  // Interleaved runs, so that the shared machine's load falls on every case alike.
+  for (let i = 0; i < runs; i++) {
+    for (const c of cases) {
+      const r = await c.run(i);
+      results.set(c.name, [...(results.get(c.name) ?? []), r]);
+    }
+  }
+  const reference = median(results.get('etcdctl snapshot save')!.map((r) => r.seconds));
+  const rows = [['case', 'seconds (median)', 'x etcdctl', 'peak RSS MB (max)', 'output MB']];
+  for (const c of cases) {
+    const rs = results.get(c.name)!;
+    const seconds = median(rs.map((r) => r.seconds));
+    rows.push([
+      c.name,
+      seconds.toFixed(2),
+      (seconds / reference).toFixed(2),
+      Math.max(...rs.map((r) => r.peakRssMb)).toFixed(0),
+      (rs[0].bytes / 1e6).toFixed(1),
+    ]);
+  }
+  console.log(`\n${keys} keys, db ${(results.get('etcdctl snapshot save')![0].bytes / 1e6).toFixed(0)} MB, ${runs} runs each, etcd ${endpoint}`);
+  printTable(rows);
+} finally {
+  await cluster.stop();
+  await rm(work, { recursive: true, force: true });
+}
