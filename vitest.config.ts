@@ -1,7 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
-const src = (pkg: string, file = 'index.ts') => fileURLToPath(new URL(`./packages/${pkg}/src/${file}`, import.meta.url));
+const src = (pkg: string, file = 'index.ts') =>
+  fileURLToPath(new URL(`./packages/${pkg}/src/${file}`, import.meta.url));
 
 export default defineConfig({
   resolve: {

@@ -4,7 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EtcdProcess, createEtcdClient, findEtcdBinaries, keyspaceFingerprint } from '@etcd-steward/core';
+import { createEtcdClient, EtcdProcess, findEtcdBinaries, keyspaceFingerprint } from '@etcd-steward/core';
 import { startCluster, writeWorkload } from '@etcd-steward/core/testing';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -25,13 +25,15 @@ try {
   const client = cluster.client();
   await writeWorkload(client, { keys: 20_000, valueSize: 200 });
   const before = await keyspaceFingerprint(client);
-  console.log(`keyspace: ${before.keys} keys at revision ${before.revision}, fingerprint ${before.sha256.slice(0, 16)}…`);
+  console.log(
+    `keyspace: ${before.keys} keys at revision ${before.revision}, fingerprint ${before.sha256.slice(0, 16)}…`,
+  );
 
   step('full snapshot into a local-directory store');
   program('etcd-snapshot', ['save', '--endpoints', cluster.endpoints[0], '--store', store]);
   program('etcd-snapshot', ['list', '--store', store]);
 
-  step("breaking etcd: stop it and delete its data dir");
+  step('breaking etcd: stop it and delete its data dir');
   const member = cluster.members[0];
   await member.stop();
   await rm(member.dataDir, { recursive: true, force: true });
@@ -51,7 +53,9 @@ try {
   const after = createEtcdClient({ endpoints: [restored.clientUrl] });
   const fingerprint = await keyspaceFingerprint(after);
   after.close();
-  console.log(`keyspace: ${fingerprint.keys} keys at revision ${fingerprint.revision}, fingerprint ${fingerprint.sha256.slice(0, 16)}…`);
+  console.log(
+    `keyspace: ${fingerprint.keys} keys at revision ${fingerprint.revision}, fingerprint ${fingerprint.sha256.slice(0, 16)}…`,
+  );
   if (JSON.stringify(fingerprint) !== JSON.stringify(before)) {
     console.error('\nFAILED: the restored keyspace differs from the original');
     process.exitCode = 1;

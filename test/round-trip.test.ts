@@ -1,8 +1,8 @@
-import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EtcdProcess, createEtcdClient, findEtcdBinaries, keyspaceFingerprint } from '@etcd-steward/core';
-import { type TestCluster, startCluster, writeWorkload } from '@etcd-steward/core/testing';
+import { createEtcdClient, EtcdProcess, findEtcdBinaries, keyspaceFingerprint } from '@etcd-steward/core';
+import { startCluster, type TestCluster, writeWorkload } from '@etcd-steward/core/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProgram } from './run-program.js';
 
@@ -28,19 +28,38 @@ describe('snapshot → restore round trip (programs as processes, real etcd)', (
 
   it('restores the exact keyspace and revision', async () => {
     const endpoints = cluster.endpoints.join(',');
-    const saved = await runProgram('etcd-snapshot', ['save', '--endpoints', endpoints, '--store', store, '--output', 'json']);
+    const saved = await runProgram('etcd-snapshot', [
+      'save',
+      '--endpoints',
+      endpoints,
+      '--store',
+      store,
+      '--output',
+      'json',
+    ]);
     expect(saved.stderr).not.toMatch(/"level":"error"/);
     expect(saved.code).toBe(0);
     const summary = JSON.parse(saved.stdout);
     expect(summary.revision).toBe(source.revision);
-    expect(summary.name).toMatch(new RegExp(`^v2/Full-00000000-${String(source.revision).padStart(8, '0')}-\\d+\\.zst$`));
+    expect(summary.name).toMatch(
+      new RegExp(`^v2/Full-00000000-${String(source.revision).padStart(8, '0')}-\\d+\\.zst$`),
+    );
 
     const listed = await runProgram('etcd-snapshot', ['list', '--store', store]);
     expect(listed.code).toBe(0);
     expect(listed.stdout).toContain(summary.name);
 
     const dataDir = join(dir, 'restored');
-    const restored = await runProgram('etcd-restore', ['--store', store, '--data-dir', dataDir, '--name', 'r0', '--output', 'json']);
+    const restored = await runProgram('etcd-restore', [
+      '--store',
+      store,
+      '--data-dir',
+      dataDir,
+      '--name',
+      'r0',
+      '--output',
+      'json',
+    ]);
     expect(restored.stderr).not.toMatch(/"level":"error"/);
     expect(restored.code).toBe(0);
     expect(JSON.parse(restored.stdout)).toMatchObject({ revision: source.revision, snapshot: summary.name });
@@ -81,7 +100,13 @@ describe('snapshot → restore round trip (programs as processes, real etcd)', (
     expect(existing.stderr).toMatch(/is not empty: pass --force/);
     expect(await readFile(join(occupied, 'keep'), 'utf8')).toBe('mine');
 
-    const down = await runProgram('etcd-snapshot', ['save', '--endpoints', 'http://127.0.0.1:1', '--store', `file://${join(dir, 'other')}`]);
+    const down = await runProgram('etcd-snapshot', [
+      'save',
+      '--endpoints',
+      'http://127.0.0.1:1',
+      '--store',
+      `file://${join(dir, 'other')}`,
+    ]);
     expect(down.code).toBe(1);
     expect(down.stderr.trim().split('\n')).toHaveLength(1);
     expect(down.stderr).toMatch(/cannot reach etcd at http:\/\/127\.0\.0\.1:1/);
@@ -91,7 +116,10 @@ describe('snapshot → restore round trip (programs as processes, real etcd)', (
     const badStore = join(dir, 'bad-store');
     const url = `file://${badStore}`;
     const endpoints = cluster.endpoints.join(',');
-    expect((await runProgram('etcd-snapshot', ['save', '--endpoints', endpoints, '--store', url, '--compression', 'none'])).code).toBe(0);
+    expect(
+      (await runProgram('etcd-snapshot', ['save', '--endpoints', endpoints, '--store', url, '--compression', 'none']))
+        .code,
+    ).toBe(0);
     const [good] = await readdir(join(badStore, 'v2'));
     // a newer copy with one bit flipped in the middle of the db
     const bytes = await readFile(join(badStore, 'v2', good));

@@ -1,7 +1,7 @@
 // Runs a command and measures what a benchmark table reports: wall time and the peak resident memory of
 // the whole process tree (the program and anything it spawns), sampled from /proc.
 import { spawn } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 export interface Measurement {
   seconds: number;
@@ -49,7 +49,13 @@ export function measure(command: string, args: string[], env: NodeJS.ProcessEnv 
     child.on('error', reject);
     child.on('exit', (code) => {
       clearInterval(timer);
-      resolve({ seconds: Number(process.hrtime.bigint() - started) / 1e9, peakRssMb: peak / 1024, code, stdout, stderr });
+      resolve({
+        seconds: Number(process.hrtime.bigint() - started) / 1e9,
+        peakRssMb: peak / 1024,
+        code,
+        stdout,
+        stderr,
+      });
     });
   });
 }
@@ -61,5 +67,6 @@ export function median(values: number[]): number {
 
 export function printTable(rows: string[][]): void {
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
-  for (const r of rows) console.log(r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  '));
+  for (const r of rows)
+    console.log(r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  '));
 }

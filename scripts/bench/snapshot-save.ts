@@ -9,7 +9,9 @@ import { parseArgs } from 'node:util';
 import { startCluster } from '@etcd-steward/core/testing';
 import { measure, median, printTable } from './measure.ts';
 
-const { values } = parseArgs({ options: { keys: { type: 'string', default: '200000' }, runs: { type: 'string', default: '3' } } });
+const { values } = parseArgs({
+  options: { keys: { type: 'string', default: '200000' }, runs: { type: 'string', default: '3' } },
+});
 const keys = Number(values.keys);
 const runs = Number(values.runs);
 const root = new URL('../..', import.meta.url).pathname;
@@ -28,8 +30,18 @@ try {
         compare: [],
         success: Array.from({ length: Math.min(batch, keys - start) }, (_, j) => {
           const i = start + j;
-          const json = JSON.stringify({ kind: 'ConfigMap', name: `cm-${i}`, labels: { app: `app-${i % 50}` }, data: 'x'.repeat(300) });
-          const value = Buffer.from(json + randomBytes(768).toString('base64').slice(0, Math.max(0, 1024 - json.length)));
+          const json = JSON.stringify({
+            kind: 'ConfigMap',
+            name: `cm-${i}`,
+            labels: { app: `app-${i % 50}` },
+            data: 'x'.repeat(300),
+          });
+          const value = Buffer.from(
+            json +
+              randomBytes(768)
+                .toString('base64')
+                .slice(0, Math.max(0, 1024 - json.length)),
+          );
           return { request_put: { key: Buffer.from(`/registry/configmaps/ns-${i % 100}/cm-${i}`), value } };
         }),
         failure: [],
@@ -38,7 +50,10 @@ try {
   };
   await Promise.all(Array.from({ length: 8 }, worker));
   const endpoint = cluster.endpoints[0];
-  const cases: Array<{ name: string; run: (i: number) => Promise<{ seconds: number; peakRssMb: number; bytes: number }> }> = [
+  const cases: Array<{
+    name: string;
+    run: (i: number) => Promise<{ seconds: number; peakRssMb: number; bytes: number }>;
+  }> = [
     {
       name: 'etcdctl snapshot save',
       run: async (i) => {
@@ -94,7 +109,9 @@ try {
       (rs[0].bytes / 1e6).toFixed(1),
     ]);
   }
-  console.log(`\n${keys} keys, db ${(results.get('etcdctl snapshot save')![0].bytes / 1e6).toFixed(0)} MB, ${runs} runs each, etcd ${endpoint}`);
+  console.log(
+    `\n${keys} keys, db ${(results.get('etcdctl snapshot save')![0].bytes / 1e6).toFixed(0)} MB, ${runs} runs each, etcd ${endpoint}`,
+  );
   printTable(rows);
 } finally {
   await cluster.stop();

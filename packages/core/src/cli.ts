@@ -4,9 +4,9 @@ import { parse as parseYaml } from 'yaml';
 import type { Argv } from 'yargs';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
+import { errorMessage, StewardError, UsageError } from './errors.js';
 import { type EtcdConnection, parseEndpoints } from './etcd-client.js';
-import { StewardError, UsageError, errorMessage } from './errors.js';
-import { type Logger, createLogger } from './logger.js';
+import { createLogger, type Logger } from './logger.js';
 
 /**
  * What every program shares on its command line. Precedence: flags > environment (`ETCD_STEWARD_<FLAG>`,
@@ -55,7 +55,12 @@ export function storeOption<T>(y: Argv<T>) {
   });
 }
 
-export function etcdConnection(args: { endpoints: string; cacert?: string; cert?: string; key?: string }): EtcdConnection {
+export function etcdConnection(args: {
+  endpoints: string;
+  cacert?: string;
+  cert?: string;
+  key?: string;
+}): EtcdConnection {
   return { endpoints: parseEndpoints(args.endpoints), cacert: args.cacert, cert: args.cert, key: args.key };
 }
 
@@ -78,6 +83,7 @@ export interface CommandContext {
  */
 export async function runProgram(
   outputFlag: unknown,
+  // biome-ignore lint/suspicious/noConfusingVoidType: commands without a verdict (all but validate) return nothing
   command: (ctx: CommandContext) => Promise<number | void>,
 ): Promise<never> {
   const output = outputFlag === 'json' ? 'json' : 'text';

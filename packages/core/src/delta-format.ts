@@ -52,12 +52,14 @@ export function decodeDeltaEvent(json: string): DeltaEvent {
   }
   const event = (raw as { etcdEvent?: { type?: unknown; kv?: Record<string, unknown> } })?.etcdEvent;
   const kv = event?.kv;
-  if (!kv || typeof kv !== 'object' || typeof kv.key !== 'string') throw new IntegrityError('delta event has no kv.key');
+  if (!kv || typeof kv !== 'object' || typeof kv.key !== 'string')
+    throw new IntegrityError('delta event has no kv.key');
   const type = event.type === undefined || event.type === 0 ? 'put' : event.type === 1 ? 'delete' : undefined;
   if (!type) throw new IntegrityError(`delta event has an unknown type ${JSON.stringify(event.type)}`);
   const num = (name: string): number => {
     const v = kv[name] ?? 0;
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw new IntegrityError(`delta event kv.${name} is not a revision`);
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0)
+      throw new IntegrityError(`delta event kv.${name} is not a revision`);
     return v;
   };
   const lease = String(kv.lease ?? '0');

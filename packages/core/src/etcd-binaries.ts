@@ -48,7 +48,8 @@ export function findEtcdBinaries(binDir?: string): Promise<EtcdBinaries> {
 async function locate(binDir?: string): Promise<EtcdBinaries> {
   const where = binDir ? `in --etcd-bin-dir ${binDir}` : 'on PATH';
   const etcd = await findExecutable('etcd', binDir);
-  if (!etcd) throw new UsageError(`no etcd binary ${where}: install etcd (e.g. Debian etcd-server) or set --etcd-bin-dir`);
+  if (!etcd)
+    throw new UsageError(`no etcd binary ${where}: install etcd (e.g. Debian etcd-server) or set --etcd-bin-dir`);
   const [etcdctl, etcdutl] = await Promise.all([findExecutable('etcdctl', binDir), findExecutable('etcdutl', binDir)]);
   if (!etcdctl && !etcdutl) {
     throw new UsageError(`no etcdutl or etcdctl ${where}: install etcd's client tools (e.g. Debian etcd-client)`);

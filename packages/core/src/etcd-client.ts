@@ -14,14 +14,20 @@ export interface EtcdConnection {
 }
 
 export function parseEndpoints(raw: string | string[]): string[] {
-  const list = (Array.isArray(raw) ? raw : [raw]).flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean);
-  if (list.length === 0) throw new UsageError('--endpoints is empty: give etcd client URLs, e.g. http://127.0.0.1:2379');
+  const list = (Array.isArray(raw) ? raw : [raw])
+    .flatMap((s) => s.split(','))
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (list.length === 0)
+    throw new UsageError('--endpoints is empty: give etcd client URLs, e.g. http://127.0.0.1:2379');
   for (const endpoint of list) {
     let url: URL;
     try {
       url = new URL(endpoint);
     } catch {
-      throw new UsageError(`--endpoints: "${endpoint}" is not a URL; write it as http://host:port or https://host:port`);
+      throw new UsageError(
+        `--endpoints: "${endpoint}" is not a URL; write it as http://host:port or https://host:port`,
+      );
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:') {
       throw new UsageError(`--endpoints: "${endpoint}" must use http:// or https://`);

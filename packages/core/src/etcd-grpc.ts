@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import http2 from 'node:http2';
 import { Transform, type TransformCallback } from 'node:stream';
-import type { EtcdConnection } from './etcd-client.js';
 import { OperationError } from './errors.js';
+import type { EtcdConnection } from './etcd-client.js';
 
 /*
  * A few etcd calls over plain HTTP/2 with hand-read messages, for the paths that must be fast and small:
@@ -41,7 +41,9 @@ export function grpcCall(
     session.destroy();
   };
   const fail = (err: Error) => {
-    messages.destroy(new OperationError(`etcd at ${endpoint}: ${err.message}`, { cause: err }));
+    // http2 wraps the socket's error ("The pending stream has been canceled"); the cause says what happened.
+    const reason = err.cause instanceof Error ? err.cause.message : err.message;
+    messages.destroy(new OperationError(`etcd at ${endpoint}: ${reason}`, { cause: err }));
     close();
   };
   session.on('error', fail);
@@ -78,16 +80,18 @@ export async function grpcUnary(
 ): Promise<Buffer> {
   const signal = AbortSignal.timeout(options.timeoutMs ?? 10_000);
   const call = grpcCall(conn, path, request, { signal, endpoint: options.endpoint });
+  const endpoint = options.endpoint ?? conn.endpoints[0];
   let response: Buffer | undefined;
   try {
     for await (const message of call.messages) response = message as Buffer;
   } catch (err) {
-    if (signal.aborted) throw new OperationError(`etcd at ${options.endpoint ?? conn.endpoints[0]}: no answer within ${(options.timeoutMs ?? 10_000) / 1000}s`);
-    throw err;
+    if (!signal.aborted) throw err;
   } finally {
     call.close();
   }
-  if (!response) throw new OperationError(`etcd at ${options.endpoint ?? conn.endpoints[0]} sent no response to ${path}`);
+  if (signal.aborted)
+    throw new OperationError(`etcd at ${endpoint}: no answer within ${(options.timeoutMs ?? 10_000) / 1000}s`);
+  if (!response) throw new OperationError(`etcd at ${endpoint} sent no response to ${path}`);
   return response;
 }
 

@@ -1,7 +1,7 @@
 import type { Etcd3 } from 'etcd3';
+import { errorMessage, OperationError } from './errors.js';
 import type { EtcdConnection } from './etcd-client.js';
 import { grpcUnary } from './etcd-grpc.js';
-import { OperationError, errorMessage } from './errors.js';
 import { readFields } from './protobuf-reader.js';
 
 export interface EtcdStatus {

@@ -4,7 +4,7 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { decompressor } from './compression.js';
 import { IntegrityError } from './errors.js';
-import { type FullSnapshotFacts, FullSnapshotCheck } from './full-snapshot-check.js';
+import { FullSnapshotCheck, type FullSnapshotFacts } from './full-snapshot-check.js';
 import { type Logger, silentLogger } from './logger.js';
 import { byteProgress } from './progress.js';
 import type { CatalogEntry } from './snapshot-catalog.js';

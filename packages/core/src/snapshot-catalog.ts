@@ -1,4 +1,4 @@
-import { type SnapshotRef, compareSnapshots, parseSnapshotName } from './snapshot-name.js';
+import { compareSnapshots, parseSnapshotName, type SnapshotRef } from './snapshot-name.js';
 import type { SnapStore, StoredObject } from './store/snapstore.js';
 
 export interface CatalogEntry extends SnapshotRef {

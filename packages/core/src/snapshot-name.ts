@@ -35,7 +35,8 @@ export function parseSnapshotName(objectName: string): SnapshotRef | undefined {
   const parts = objectName.split('/');
   const base = parts[parts.length - 1];
   const layoutOk =
-    (parts.length === 2 && parts[0] === 'v2') || (parts.length === 3 && parts[0] === 'v1' && /^Backup-\d+$/.test(parts[1]));
+    (parts.length === 2 && parts[0] === 'v2') ||
+    (parts.length === 3 && parts[0] === 'v1' && /^Backup-\d+$/.test(parts[1]));
   const m = layoutOk ? NAME.exec(base) : null;
   if (!m) return undefined;
   const ref: SnapshotRef = {

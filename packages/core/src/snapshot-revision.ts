@@ -90,7 +90,9 @@ export class SnapshotRevisionScanner {
       if (this.kinds[page] !== BRANCH) break;
       page = this.values[page];
     }
-    throw new IntegrityError(`the snapshot's "key" bucket tree is incomplete (page ${page} missing or not a tree page)`);
+    throw new IntegrityError(
+      `the snapshot's "key" bucket tree is incomplete (page ${page} missing or not a tree page)`,
+    );
   }
 
   private compactionMarks(): number[] {
@@ -112,7 +114,7 @@ export class SnapshotRevisionScanner {
     this.rootPage = Number(head.readBigUInt64LE(32));
     const pageCount = Number(head.readBigUInt64LE(56));
     if (this.rootPage >= pageCount || pageCount > 2 ** 32) {
-      throw new IntegrityError('the snapshot\'s bbolt meta page is inconsistent (root page beyond the end)');
+      throw new IntegrityError("the snapshot's bbolt meta page is inconsistent (root page beyond the end)");
     }
     this.kinds = new Uint8Array(pageCount);
     this.values = new Float64Array(pageCount);
@@ -171,7 +173,11 @@ function leafElements(buf: Buffer, offset: number): LeafElement[] {
     const vsize = buf.readUInt32LE(at + 12);
     const keyAt = at + pos;
     if (keyAt + ksize + vsize > buf.length) throw new IntegrityError('a bbolt leaf element points past its page');
-    out.push({ flags, key: buf.subarray(keyAt, keyAt + ksize), value: buf.subarray(keyAt + ksize, keyAt + ksize + vsize) });
+    out.push({
+      flags,
+      key: buf.subarray(keyAt, keyAt + ksize),
+      value: buf.subarray(keyAt + ksize, keyAt + ksize + vsize),
+    });
   }
   return out;
 }

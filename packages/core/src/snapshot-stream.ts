@@ -1,7 +1,7 @@
 import { Transform } from 'node:stream';
+import { OperationError } from './errors.js';
 import type { EtcdConnection } from './etcd-client.js';
 import { grpcCall } from './etcd-grpc.js';
-import { OperationError } from './errors.js';
 import { readFields } from './protobuf-reader.js';
 
 /**
@@ -18,7 +18,11 @@ export function openSnapshotStream(conn: EtcdConnection, options: { signal?: Abo
         const blob = readFields(message).find((f) => f.field === 3)?.bytes;
         done(null, blob && blob.length > 0 ? blob : undefined);
       } catch (err) {
-        done(new OperationError(`etcd at ${conn.endpoints[0]} sent a malformed snapshot message: ${(err as Error).message}`));
+        done(
+          new OperationError(
+            `etcd at ${conn.endpoints[0]} sent a malformed snapshot message: ${(err as Error).message}`,
+          ),
+        );
       }
     },
   });

@@ -2,8 +2,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { EtcdBinaries } from './etcd-binaries.js';
 import { OperationError } from './errors.js';
+import type { EtcdBinaries } from './etcd-binaries.js';
 import { freePort } from './free-port.js';
 
 /** One etcd member run as a child process on loopback. */
@@ -86,7 +86,9 @@ export class EtcdProcess {
     });
     while (Date.now() < deadline) {
       if (exitCode !== undefined) {
-        throw new OperationError(`etcd ${this.name} exited (code ${exitCode}) while starting: ${await this.lastLogLine()}`);
+        throw new OperationError(
+          `etcd ${this.name} exited (code ${exitCode}) while starting: ${await this.lastLogLine()}`,
+        );
       }
       try {
         const res = await fetch(`${this.clientUrl}/health`, { signal: AbortSignal.timeout(2000) });
@@ -97,7 +99,9 @@ export class EtcdProcess {
       }
       await sleep(100);
     }
-    throw new OperationError(`etcd ${this.name} did not become healthy within ${timeoutMs / 1000}s: ${await this.lastLogLine()}`);
+    throw new OperationError(
+      `etcd ${this.name} did not become healthy within ${timeoutMs / 1000}s: ${await this.lastLogLine()}`,
+    );
   }
 
   /** SIGTERM, then SIGKILL if etcd has not exited after `graceMs`. Resolves with the exit code (null if killed). */

@@ -5,15 +5,15 @@ import { join } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { coalesce } from './coalesce.js';
-import type { EtcdConnection } from './etcd-client.js';
-import { openSnapshotStream } from './snapshot-stream.js';
 import { type CompressionPolicy, compressionSuffix, compressor } from './compression.js';
+import type { EtcdConnection } from './etcd-client.js';
 import { memberStatus } from './etcd-status.js';
-import { boundedMemory } from './memory-bound.js';
 import { FullSnapshotCheck } from './full-snapshot-check.js';
 import { type Logger, silentLogger } from './logger.js';
+import { boundedMemory } from './memory-bound.js';
 import { byteProgress } from './progress.js';
-import { type SnapshotRef, parseSnapshotName, snapshotName } from './snapshot-name.js';
+import { parseSnapshotName, type SnapshotRef, snapshotName } from './snapshot-name.js';
+import { openSnapshotStream } from './snapshot-stream.js';
 import type { SnapStore } from './store/snapstore.js';
 
 export interface FullSnapshotOptions {
@@ -99,7 +99,12 @@ export async function takeFullSnapshot(options: FullSnapshotOptions): Promise<Sa
       etcdVersion: status.version,
       durationMs: Date.now() - started,
     };
-    logger.info('full snapshot saved', { name, revision: facts.revision, dbBytes: facts.size, storedBytes: storedSize });
+    logger.info('full snapshot saved', {
+      name,
+      revision: facts.revision,
+      dbBytes: facts.size,
+      storedBytes: storedSize,
+    });
     return result;
   } finally {
     await rm(workDir, { recursive: true, force: true });

@@ -2,9 +2,10 @@ import { readFile } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { type DeltaEvent, DeltaDecoder, encodeDelta, encodeDeltaEvent, verifyDelta } from '../src/delta-format.js';
+import { DeltaDecoder, type DeltaEvent, encodeDelta, encodeDeltaEvent, verifyDelta } from '../src/delta-format.js';
 
-const fixture = (name: string) => readFile(new URL(`../../../../shared/fixtures/ebr-v0.23-store/v2/${name}`, import.meta.url));
+const fixture = (name: string) =>
+  readFile(new URL(`../../../../shared/fixtures/ebr-v0.23-store/v2/${name}`, import.meta.url));
 
 async function decode(bytes: Buffer, chunk = bytes.length): Promise<DeltaEvent[]> {
   const chunks: Buffer[] = [];
@@ -36,7 +37,9 @@ describe('delta format (ebr-compatible)', () => {
 
   it('decodes puts and deletes as etcd recorded them', async () => {
     const events = await decode(await fixture('Incr-00000008-00000008-1795299383'));
-    expect(events.map((e) => [e.type, e.key.toString(), e.value.toString(), e.modRevision, e.createRevision, e.version])).toEqual([
+    expect(
+      events.map((e) => [e.type, e.key.toString(), e.value.toString(), e.modRevision, e.createRevision, e.version]),
+    ).toEqual([
       ['put', '/t1', 'x', 8, 8, 1],
       ['put', '/t2', 'y', 8, 8, 1],
       ['delete', '/k1', '', 8, 0, 0],

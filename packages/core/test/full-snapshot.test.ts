@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -6,12 +6,12 @@ import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decompressor } from '../src/compression.js';
-import { FullSnapshotCheck } from '../src/full-snapshot-check.js';
 import { IntegrityError } from '../src/errors.js';
+import { FullSnapshotCheck } from '../src/full-snapshot-check.js';
 import { parseSnapshotName } from '../src/snapshot-name.js';
 import { LocalStore } from '../src/store/local.js';
 import { takeFullSnapshot } from '../src/take-full-snapshot.js';
-import { type TestCluster, startCluster, writeWorkload } from '../src/testing/index.js';
+import { startCluster, type TestCluster, writeWorkload } from '../src/testing/index.js';
 
 const fixture = new URL('../../../../shared/fixtures/ebr-v0.23-store/v2/', import.meta.url);
 
@@ -28,9 +28,13 @@ describe('full snapshot check', () => {
     const plain = await readFile(new URL('Full-00000000-00000007-1795299379', fixture));
     expect((await check(plain)).revision).toBe(7);
     const gz: Buffer[] = [];
-    await pipeline(Readable.from([await readFile(new URL('Full-00000000-00000003-1795299353.gz', fixture))]), createGunzip(), async (s) => {
-      for await (const c of s) gz.push(c);
-    });
+    await pipeline(
+      Readable.from([await readFile(new URL('Full-00000000-00000003-1795299353.gz', fixture))]),
+      createGunzip(),
+      async (s) => {
+        for await (const c of s) gz.push(c);
+      },
+    );
     expect((await check(Buffer.concat(gz))).revision).toBe(3);
   });
 
@@ -75,7 +79,12 @@ describe('takeFullSnapshot against a real etcd', () => {
     const before = Number((await client.kv.range({ key: Buffer.from('x') })).header.revision);
     const store = new LocalStore(join(dir, 'store'));
     for (const compression of ['zstd', 'gzip', 'none'] as const) {
-      const saved = await takeFullSnapshot({ connection: { endpoints: cluster.endpoints }, store, compression, tempDir: dir });
+      const saved = await takeFullSnapshot({
+        connection: { endpoints: cluster.endpoints },
+        store,
+        compression,
+        tempDir: dir,
+      });
       expect(saved.revision).toBe(before);
       expect(parseSnapshotName(saved.ref.name)).toMatchObject({ kind: 'Full', startRevision: 0, lastRevision: before });
       // what is stored decompresses to a snapshot that verifies

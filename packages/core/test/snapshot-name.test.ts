@@ -3,12 +3,21 @@ import { compareSnapshots, parseSnapshotName, snapshotName } from '../src/snapsh
 
 describe('snapshot names (ebr format)', () => {
   it('writes the names ebr writes, padded to 8 digits and no narrower', () => {
-    const ref = { kind: 'Full', startRevision: 0, lastRevision: 7, createdAt: 1795299379, compression: '', final: false } as const;
+    const ref = {
+      kind: 'Full',
+      startRevision: 0,
+      lastRevision: 7,
+      createdAt: 1795299379,
+      compression: '',
+      final: false,
+    } as const;
     expect(snapshotName(ref)).toBe('v2/Full-00000000-00000007-1795299379');
     expect(snapshotName({ ...ref, kind: 'Incr', startRevision: 8, lastRevision: 123456789, compression: '.gz' })).toBe(
       'v2/Incr-00000008-123456789-1795299379.gz',
     );
-    expect(snapshotName({ ...ref, compression: '.zst', final: true })).toBe('v2/Full-00000000-00000007-1795299379.zst.final');
+    expect(snapshotName({ ...ref, compression: '.zst', final: true })).toBe(
+      'v2/Full-00000000-00000007-1795299379.zst.final',
+    );
   });
 
   it('reads v2 and legacy v1 names and ignores anything else', () => {
@@ -25,7 +34,13 @@ describe('snapshot names (ebr format)', () => {
       lastRevision: 10,
       compression: '.Z',
     });
-    for (const junk of ['v2/notes.txt', 'Full-00000000-00000007-1795299379', 'v2/Full-0-7-1', 'v3/Full-00000000-00000007-1', 'v2/Incr-00000009-00000008-1']) {
+    for (const junk of [
+      'v2/notes.txt',
+      'Full-00000000-00000007-1795299379',
+      'v2/Full-0-7-1',
+      'v3/Full-00000000-00000007-1',
+      'v2/Incr-00000009-00000008-1',
+    ]) {
       expect(parseSnapshotName(junk)).toBeUndefined();
     }
   });

@@ -2,8 +2,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Etcd3 } from 'etcd3';
-import { createEtcdClient } from '../etcd-client.js';
 import { findEtcdBinaries } from '../etcd-binaries.js';
+import { createEtcdClient } from '../etcd-client.js';
 import { freePort } from '../free-port.js';
 import { EtcdProcess } from '../spawned-etcd.js';
 
