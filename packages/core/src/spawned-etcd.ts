@@ -1,5 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, readFileSync } from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { OperationError } from './errors.js';
@@ -22,6 +24,14 @@ export interface EtcdMemberOptions {
   /** A member nobody else relies on (restore, compact): skip fsync where etcd supports it. */
   throwaway?: boolean;
   extraArgs?: string[];
+  /** Serve clients over TLS and demand client certificates (PEM file paths). */
+  clientTls?: ClientTls;
+}
+
+export interface ClientTls {
+  cert: string;
+  key: string;
+  ca: string;
 }
 
 const running = new Set<ChildProcess>();
@@ -39,6 +49,7 @@ export class EtcdProcess {
     readonly dataDir: string,
     readonly logFile: string,
     private readonly child: ChildProcess,
+    private readonly tls?: ClientTls,
   ) {
     this.exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve(signal ? null : code)));
     this.exited.then(() => running.delete(child));
@@ -47,7 +58,7 @@ export class EtcdProcess {
   static async start(options: EtcdMemberOptions): Promise<EtcdProcess> {
     const clientPort = options.clientPort ?? (await freePort());
     const peerPort = options.peerPort ?? (await freePort());
-    const clientUrl = `http://127.0.0.1:${clientPort}`;
+    const clientUrl = `${options.clientTls ? 'https' : 'http'}://127.0.0.1:${clientPort}`;
     const peerUrl = `http://127.0.0.1:${peerPort}`;
     const args = [
       `--name=${options.name}`,
@@ -63,6 +74,14 @@ export class EtcdProcess {
       '--quota-backend-bytes=8589934592',
       '--max-request-bytes=10485760',
       ...(options.throwaway && options.binaries.supportsNoFsync ? ['--unsafe-no-fsync'] : []),
+      ...(options.clientTls
+        ? [
+            `--cert-file=${options.clientTls.cert}`,
+            `--key-file=${options.clientTls.key}`,
+            `--trusted-ca-file=${options.clientTls.ca}`,
+            '--client-cert-auth',
+          ]
+        : []),
       ...(options.extraArgs ?? []),
     ];
     const log = createWriteStream(options.logFile, { flags: 'a' });
@@ -70,7 +89,15 @@ export class EtcdProcess {
     child.stdout?.pipe(log);
     child.stderr?.pipe(log);
     running.add(child);
-    return new EtcdProcess(options.name, clientUrl, peerUrl, options.dataDir, options.logFile, child);
+    return new EtcdProcess(
+      options.name,
+      clientUrl,
+      peerUrl,
+      options.dataDir,
+      options.logFile,
+      child,
+      options.clientTls,
+    );
   }
 
   get pid(): number | undefined {
@@ -90,18 +117,30 @@ export class EtcdProcess {
           `etcd ${this.name} exited (code ${exitCode}) while starting: ${await this.lastLogLine()}`,
         );
       }
-      try {
-        const res = await fetch(`${this.clientUrl}/health`, { signal: AbortSignal.timeout(2000) });
-        const body = (await res.json()) as { health?: string | boolean };
-        if (String(body.health) === 'true') return;
-      } catch {
-        // not up yet
-      }
+      if (await this.healthy()) return;
       await sleep(100);
     }
     throw new OperationError(
       `etcd ${this.name} did not become healthy within ${timeoutMs / 1000}s: ${await this.lastLogLine()}`,
     );
+  }
+
+  /** etcd's /health says true: the member has a leader and no alarm. */
+  private healthy(): Promise<boolean> {
+    const tls = this.tls && {
+      ca: readFileSync(this.tls.ca),
+      cert: readFileSync(this.tls.cert),
+      key: readFileSync(this.tls.key),
+    };
+    return new Promise((resolve) => {
+      const req = (tls ? https : http).get(`${this.clientUrl}/health`, { timeout: 2000, ...tls }, (res) => {
+        let body = '';
+        res.on('data', (d) => (body += d));
+        res.on('end', () => resolve(/"health":\s*"?true/.test(body)));
+      });
+      req.on('error', () => resolve(false));
+      req.on('timeout', () => req.destroy());
+    });
   }
 
   /** SIGTERM, then SIGKILL if etcd has not exited after `graceMs`. Resolves with the exit code (null if killed). */
