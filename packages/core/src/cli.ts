@@ -44,7 +44,12 @@ export function etcdOptions<T>(y: Argv<T>) {
     })
     .option('cacert', { type: 'string', describe: 'CA bundle to verify etcd servers (TLS)' })
     .option('cert', { type: 'string', describe: 'Client certificate for etcd (TLS)' })
-    .option('key', { type: 'string', describe: 'Client key for etcd (TLS)' });
+    .option('key', { type: 'string', describe: 'Client key for etcd (TLS)' })
+    .option('user', { type: 'string', describe: 'etcd user, as NAME or NAME:PASSWORD (etcd auth)' })
+    .option('password', {
+      type: 'string',
+      describe: 'Password for --user; prefer ETCD_STEWARD_PASSWORD (from a Secret) to a flag',
+    });
 }
 
 export function storeOption<T>(y: Argv<T>) {
@@ -110,6 +115,7 @@ export async function runProgram(
 /** For `.parseAsync()` failures (unknown flag, missing option): usage errors before any work. */
 export function reportUsage(err: unknown): never {
   const code = err instanceof StewardError ? err.exitCode : 2;
-  process.stderr.write(`error: ${errorMessage(err)}\n`);
+  // One line, always: yargs spreads some messages (invalid choices) over several.
+  process.stderr.write(`error: ${errorMessage(err).replace(/\s*\n\s*/g, ' ')}\n`);
   process.exit(code);
 }

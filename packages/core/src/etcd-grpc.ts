@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import http2 from 'node:http2';
 import { Transform, type TransformCallback } from 'node:stream';
 import { OperationError } from './errors.js';
+import { readFields, writeBytesFields } from './protobuf-wire.js';
 import type { EtcdConnection } from './etcd-client.js';
 
 /*
@@ -23,7 +24,7 @@ export function grpcCall(
   conn: EtcdConnection,
   path: string,
   request: Buffer,
-  options: { signal?: AbortSignal; endpoint?: string } = {},
+  options: { signal?: AbortSignal; endpoint?: string; token?: string } = {},
 ): GrpcCall {
   const endpoint = options.endpoint ?? conn.endpoints[0];
   const session = http2.connect(endpoint, {
@@ -49,7 +50,13 @@ export function grpcCall(
   session.on('error', fail);
   session.on('connect', () => session.setLocalWindowSize(WINDOW));
   const req = session.request(
-    { ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers' },
+    {
+      ':method': 'POST',
+      ':path': path,
+      'content-type': 'application/grpc',
+      te: 'trailers',
+      ...(options.token ? { token: options.token } : {}),
+    },
     { signal: options.signal },
   );
   req.on('error', fail);
@@ -76,10 +83,10 @@ export async function grpcUnary(
   conn: EtcdConnection,
   path: string,
   request: Buffer,
-  options: { timeoutMs?: number; endpoint?: string } = {},
+  options: { timeoutMs?: number; endpoint?: string; token?: string } = {},
 ): Promise<Buffer> {
   const signal = AbortSignal.timeout(options.timeoutMs ?? 10_000);
-  const call = grpcCall(conn, path, request, { signal, endpoint: options.endpoint });
+  const call = grpcCall(conn, path, request, { signal, endpoint: options.endpoint, token: options.token });
   const endpoint = options.endpoint ?? conn.endpoints[0];
   let response: Buffer | undefined;
   try {
@@ -93,6 +100,24 @@ export async function grpcUnary(
     throw new OperationError(`etcd at ${endpoint}: no answer within ${(options.timeoutMs ?? 10_000) / 1000}s`);
   if (!response) throw new OperationError(`etcd at ${endpoint} sent no response to ${path}`);
   return response;
+}
+
+/**
+ * The auth token for a connection with a user (etcd's Auth/Authenticate), else undefined. The general
+ * client's snapshot call drops it (TOOLCHAIN.md); ours sends it with every call.
+ */
+export async function etcdAuthToken(conn: EtcdConnection, endpoint = conn.endpoints[0]): Promise<string | undefined> {
+  if (!conn.username) return undefined;
+  const request = writeBytesFields([
+    [1, conn.username],
+    [2, conn.password ?? ''],
+  ]);
+  const response = await grpcUnary(conn, '/etcdserverpb.Auth/Authenticate', request, { endpoint });
+  const token = readFields(response)
+    .find((f) => f.field === 2)
+    ?.bytes?.toString('utf8');
+  if (!token) throw new OperationError(`etcd at ${endpoint} returned no auth token for user ${conn.username}`);
+  return token;
 }
 
 /** gRPC's length-prefixed frames in, one Buffer a message out. */

@@ -2,7 +2,7 @@ import type { Etcd3 } from 'etcd3';
 import { errorMessage, OperationError } from './errors.js';
 import type { EtcdConnection } from './etcd-client.js';
 import { grpcUnary } from './etcd-grpc.js';
-import { readFields } from './protobuf-reader.js';
+import { readFields } from './protobuf-wire.js';
 
 export interface EtcdStatus {
   version: string;
@@ -19,7 +19,7 @@ export interface EtcdStatus {
  */
 export async function memberStatus(
   conn: EtcdConnection,
-  options: { endpoint?: string; timeoutMs?: number } = {},
+  options: { endpoint?: string; timeoutMs?: number; token?: string } = {},
 ): Promise<EtcdStatus> {
   const endpoint = options.endpoint ?? conn.endpoints[0];
   let response: Buffer;
@@ -27,6 +27,7 @@ export async function memberStatus(
     response = await grpcUnary(conn, '/etcdserverpb.Maintenance/Status', Buffer.alloc(0), {
       endpoint,
       timeoutMs: options.timeoutMs ?? 10_000,
+      token: options.token,
     });
   } catch (err) {
     throw new OperationError(

@@ -22,5 +22,5 @@ export * from './delta-format.js';
 export * from './coalesce.js';
 export * from './etcd-grpc.js';
 export * from './memory-bound.js';
-export * from './protobuf-reader.js';
+export * from './protobuf-wire.js';
 export * from './snapshot-stream.js';

@@ -2,13 +2,16 @@ import { Transform } from 'node:stream';
 import { OperationError } from './errors.js';
 import type { EtcdConnection } from './etcd-client.js';
 import { grpcCall } from './etcd-grpc.js';
-import { readFields } from './protobuf-reader.js';
+import { readFields } from './protobuf-wire.js';
 
 /**
  * etcd's Maintenance/Snapshot stream as raw bytes (the bbolt db and etcd's sha256 trailer), read over
  * plain HTTP/2 (etcd-grpc.ts): `SnapshotResponse {1 header, 2 remaining_bytes, 3 blob}` a message.
  */
-export function openSnapshotStream(conn: EtcdConnection, options: { signal?: AbortSignal } = {}): Transform {
+export function openSnapshotStream(
+  conn: EtcdConnection,
+  options: { signal?: AbortSignal; token?: string } = {},
+): Transform {
   const call = grpcCall(conn, '/etcdserverpb.Maintenance/Snapshot', Buffer.alloc(0), options);
   const blobs = new Transform({
     writableObjectMode: true,

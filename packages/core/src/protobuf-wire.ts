@@ -1,6 +1,6 @@
 /**
- * Just enough protobuf to read etcd's small responses without loading a schema: fields by number, as
- * varints (bigint, since etcd's IDs are uint64) or byte ranges. Unknown fields are skipped.
+ * Just enough protobuf to talk to etcd without loading a schema: read fields by number, as varints
+ * (bigint, since etcd's IDs are uint64) or byte ranges, skipping unknown ones; write string fields.
  */
 export interface ProtoField {
   field: number;
@@ -47,4 +47,25 @@ export function readFields(msg: Buffer): ProtoField[] {
     }
   }
   return fields;
+}
+
+/** A message of length-delimited (string or bytes) fields, in the order given. */
+export function writeBytesFields(fields: Array<[number, string | Buffer]>): Buffer {
+  const parts: Buffer[] = [];
+  for (const [field, value] of fields) {
+    const bytes = Buffer.isBuffer(value) ? value : Buffer.from(value, 'utf8');
+    parts.push(writeVarint((field << 3) | 2), writeVarint(bytes.length), bytes);
+  }
+  return Buffer.concat(parts);
+}
+
+function writeVarint(value: number): Buffer {
+  const out: number[] = [];
+  let v = value;
+  while (v >= 0x80) {
+    out.push((v % 0x80) | 0x80);
+    v = Math.floor(v / 0x80);
+  }
+  out.push(v);
+  return Buffer.from(out);
 }
