@@ -1,7 +1,7 @@
 import type { Etcd3 } from 'etcd3';
-import { errorMessage, OperationError } from './errors.js';
+import { errorMessage, OperationError, UsageError } from './errors.js';
 import type { EtcdConnection } from './etcd-client.js';
-import { grpcUnary } from './etcd-grpc.js';
+import { etcdAuthToken, grpcUnary } from './etcd-grpc.js';
 import { readFields } from './protobuf-wire.js';
 
 export interface EtcdStatus {
@@ -70,4 +70,39 @@ export async function etcdStatus(client: Etcd3, endpoints: string[], timeoutMs =
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** A member that answered: where, what it said, and (with a user) the auth token it issued. */
+export interface ReachedMember {
+  endpoint: string;
+  status: EtcdStatus;
+  token?: string;
+}
+
+/**
+ * The first of `--endpoints` that answers, so that one member down does not stop a snapshot. A wrong user
+ * or password stops at once: every member would refuse it alike.
+ */
+export async function reachMember(conn: EtcdConnection, timeoutMs?: number): Promise<ReachedMember> {
+  const failures: OperationError[] = [];
+  for (const endpoint of conn.endpoints) {
+    let token: string | undefined;
+    try {
+      token = await etcdAuthToken(conn, endpoint);
+    } catch (err) {
+      if (/gRPC status/.test(errorMessage(err))) {
+        throw new UsageError(`etcd refused user ${conn.username}: ${errorMessage(err)}; check --user and the password`);
+      }
+    }
+    try {
+      return { endpoint, token, status: await memberStatus(conn, { endpoint, token, timeoutMs }) };
+    } catch (err) {
+      if (!(err instanceof OperationError)) throw err;
+      failures.push(err);
+    }
+  }
+  if (failures.length === 1) throw failures[0];
+  throw new OperationError(
+    `cannot reach etcd at any of ${conn.endpoints.join(', ')}: ${failures.map((f) => f.message).join(' | ')}`,
+  );
 }

@@ -10,7 +10,7 @@ import { readFields } from './protobuf-wire.js';
  */
 export function openSnapshotStream(
   conn: EtcdConnection,
-  options: { signal?: AbortSignal; token?: string } = {},
+  options: { signal?: AbortSignal; token?: string; endpoint?: string } = {},
 ): Transform {
   const call = grpcCall(conn, '/etcdserverpb.Maintenance/Snapshot', Buffer.alloc(0), options);
   const blobs = new Transform({
@@ -23,7 +23,7 @@ export function openSnapshotStream(
       } catch (err) {
         done(
           new OperationError(
-            `etcd at ${conn.endpoints[0]} sent a malformed snapshot message: ${(err as Error).message}`,
+            `etcd at ${options.endpoint ?? conn.endpoints[0]} sent a malformed snapshot message: ${(err as Error).message}`,
           ),
         );
       }

@@ -7,9 +7,7 @@ import { pipeline } from 'node:stream/promises';
 import { coalesce } from './coalesce.js';
 import { type CompressionPolicy, compressionSuffix, compressor } from './compression.js';
 import type { EtcdConnection } from './etcd-client.js';
-import { etcdAuthToken } from './etcd-grpc.js';
-import { memberStatus } from './etcd-status.js';
-import { OperationError, errorMessage } from './errors.js';
+import { reachMember } from './etcd-status.js';
 import { FullSnapshotCheck } from './full-snapshot-check.js';
 import { type Logger, silentLogger } from './logger.js';
 import { boundedMemory } from './memory-bound.js';
@@ -55,15 +53,7 @@ export async function takeFullSnapshot(options: FullSnapshotOptions): Promise<Sa
   const logger = options.logger ?? silentLogger;
   const started = Date.now();
   const createdAt = Math.floor((options.now?.() ?? new Date()).getTime() / 1000);
-  let token: string | undefined;
-  try {
-    token = await etcdAuthToken(options.connection);
-  } catch (err) {
-    throw new OperationError(
-      `etcd refused user ${options.connection.username}: ${errorMessage(err)}; check --user and the password`,
-    );
-  }
-  const status = await memberStatus(options.connection, { token });
+  const { endpoint, status, token } = await reachMember(options.connection);
   const workDir = await mkdtemp(join(options.tempDir, 'etcd-snapshot-'));
   try {
     const temp = join(workDir, 'snapshot');
@@ -71,7 +61,7 @@ export async function takeFullSnapshot(options: FullSnapshotOptions): Promise<Sa
     const storedHash = createHash('sha256');
     let storedSize = 0;
     await pipeline(
-      openSnapshotStream(options.connection, { signal: options.signal, token }),
+      openSnapshotStream(options.connection, { endpoint, token, signal: options.signal }),
       coalesce(),
       boundedMemory(),
       byteProgress(logger, 'snapshot', status.dbSize),

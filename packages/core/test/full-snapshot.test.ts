@@ -99,6 +99,17 @@ describe('takeFullSnapshot against a real etcd', () => {
     expect((await readdir(dir)).filter((f) => f.startsWith('etcd-snapshot-'))).toEqual([]);
   });
 
+  it('takes the snapshot from the next endpoint when the first is down', async () => {
+    const store = new LocalStore(join(dir, 'fallback-store'));
+    const saved = await takeFullSnapshot({
+      connection: { endpoints: ['http://127.0.0.1:1', ...cluster.endpoints] },
+      store,
+      compression: 'none',
+      tempDir: dir,
+    });
+    expect((await store.list()).map((o) => o.name)).toEqual([saved.ref.name]);
+  });
+
   it('stores nothing when etcd is unreachable', async () => {
     const store = new LocalStore(join(dir, 'empty-store'));
     await expect(
