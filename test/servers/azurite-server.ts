@@ -19,7 +19,10 @@ export interface AzuriteTestServer extends TestServer {
 const ACCOUNT = 'devstoreaccount1';
 const ACCOUNT_KEY = 'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==';
 
-const azuriteBlob = join(dirname(createRequire(import.meta.url).resolve('azurite/package.json')), 'dist/src/blob/main.js');
+const azuriteBlob = join(
+  dirname(createRequire(import.meta.url).resolve('azurite/package.json')),
+  'dist/src/blob/main.js',
+);
 
 export interface AzuriteOptions {
   /** Keep blobs on disk here (large benchmarks); in memory otherwise. */
@@ -31,7 +34,17 @@ export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurit
   const storage = options.location ? ['--location', options.location] : ['--inMemoryPersistence'];
   const child = spawn(
     process.execPath,
-    [azuriteBlob, '--blobHost', '127.0.0.1', '--blobPort', '0', '--silent', '--disableTelemetry', '--skipApiVersionCheck', ...storage],
+    [
+      azuriteBlob,
+      '--blobHost',
+      '127.0.0.1',
+      '--blobPort',
+      '0',
+      '--silent',
+      '--disableTelemetry',
+      '--skipApiVersionCheck',
+      ...storage,
+    ],
     { cwd: workDir, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const stop = async () => {

@@ -41,7 +41,10 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   const agent = new Agent({ keepAlive: true });
   const stats = {
     requests: 0,
-    faults: { '503': 0, reset: 0, 'lost-response': 0, 'cut-response': 0, stall: 0, hang: 0 } as Record<FaultKind, number>,
+    faults: { '503': 0, reset: 0, 'lost-response': 0, 'cut-response': 0, stall: 0, hang: 0 } as Record<
+      FaultKind,
+      number
+    >,
   };
   const proxy: FaultProxy = {
     endpoint: '',
@@ -58,7 +61,9 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       case '503':
         req.resume();
         req.on('end', () => {
-          res.writeHead(503, { 'content-type': 'text/plain', connection: 'close' }).end('Service Unavailable (fault proxy)');
+          res
+            .writeHead(503, { 'content-type': 'text/plain', connection: 'close' })
+            .end('Service Unavailable (fault proxy)');
         });
         return;
       case 'reset':

@@ -79,7 +79,9 @@ export async function startGcsServer(): Promise<GcsTestServer> {
         res.destroy();
         return;
       }
-      sendJson(res, e.status, { error: { code: e.status, message: e.message, errors: [{ reason: e.reason, message: e.message }] } });
+      sendJson(res, e.status, {
+        error: { code: e.status, message: e.message, errors: [{ reason: e.reason, message: e.message }] },
+      });
     });
   });
 
@@ -215,7 +217,15 @@ export async function startGcsServer(): Promise<GcsTestServer> {
       if (type === 'multipart') [resource, data] = parseMultipart(req, body);
       const name = url.searchParams.get('name') ?? resource.name;
       if (!name) throw new HttpError(400, 'object name required');
-      const session: Session = { id: '', bucket, name, ...describe(resource), file: newFile(), received: 0, ...hashes() };
+      const session: Session = {
+        id: '',
+        bucket,
+        name,
+        ...describe(resource),
+        file: newFile(),
+        received: 0,
+        ...hashes(),
+      };
       await appendTo(session, [data]);
       return sendJson(res, 200, objectResource(await finish(session)));
     }
@@ -244,7 +254,8 @@ export async function startGcsServer(): Promise<GcsTestServer> {
     const total = range[3] === '*' ? undefined : Number(range[3]);
     if (range[1] !== undefined) {
       const start = Number(range[1]);
-      if (start > session.received) throw new HttpError(400, `chunk starts at ${start}, server has ${session.received}`);
+      if (start > session.received)
+        throw new HttpError(400, `chunk starts at ${start}, server has ${session.received}`);
       await appendTo(session, req, session.received - start);
     } else {
       await readAll(req);
@@ -402,6 +413,9 @@ async function readAll(req: AsyncIterable<Buffer>): Promise<Buffer> {
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json; charset=UTF-8', 'content-length': Buffer.byteLength(text) });
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=UTF-8',
+    'content-length': Buffer.byteLength(text),
+  });
   res.end(text);
 }

@@ -9,7 +9,11 @@ import { fileURLToPath } from 'node:url';
 
 registerHooks({
   resolve(specifier, context, nextResolve) {
-    if (specifier.endsWith('.js') && (specifier.startsWith('.') || specifier.startsWith('file:')) && context.parentURL) {
+    if (
+      specifier.endsWith('.js') &&
+      (specifier.startsWith('.') || specifier.startsWith('file:')) &&
+      context.parentURL
+    ) {
       const url = new URL(specifier, context.parentURL);
       const ts = new URL(url.href.replace(/\.js$/, '.ts'));
       if (url.protocol === 'file:' && !existsSync(fileURLToPath(url)) && existsSync(fileURLToPath(ts))) {

@@ -35,7 +35,9 @@ export async function readCredentials(
   try {
     entries = (await readdir(dir)).sort();
   } catch (err) {
-    throw new UsageError(`${names.directory}=${dir}: cannot read the credentials directory (${(err as Error).message})`);
+    throw new UsageError(
+      `${names.directory}=${dir}: cannot read the credentials directory (${(err as Error).message})`,
+    );
   }
   const json = entries.find((e) => extname(e) === '.json');
   if (json) return readJsonCredentials(join(dir, json), names.directory, fields);
@@ -50,7 +52,11 @@ export async function readCredentials(
   return { origin: `${names.directory}=${dir}`, values, files };
 }
 
-async function readJsonCredentials(file: string, variable: string, fields: readonly string[]): Promise<CredentialSource> {
+async function readJsonCredentials(
+  file: string,
+  variable: string,
+  fields: readonly string[],
+): Promise<CredentialSource> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(await readFile(file, 'utf8'));

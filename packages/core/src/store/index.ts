@@ -1,12 +1,12 @@
-export * from './snapstore.js';
-export * from './location.js';
-export { LocalStore } from './local.js';
-export { checkMetadata } from './metadata.js';
-export { DEFAULT_RETRY_POLICY, isTransient, type RetryPolicy, RetryingStore } from './retry.js';
-export { type ProviderFlags, storeUrlFromProviderFlags } from './provider-flags.js';
+export type { AzureStore } from './azure/azure-store.js';
+export type { GcsStore } from './gcs/gcs-store.js';
 export { cleanupIncompleteUploads } from './incomplete-uploads.js';
+export { LocalStore } from './local.js';
+export * from './location.js';
+export { checkMetadata } from './metadata.js';
+export { type ProviderFlags, storeUrlFromProviderFlags } from './provider-flags.js';
+export { DEFAULT_RETRY_POLICY, isTransient, RetryingStore, type RetryPolicy } from './retry.js';
 // The cloud providers load lazily through openStore(); their classes are exported as types only, so that
 // importing core does not import three SDKs.
 export type { S3Store } from './s3/s3-store.js';
-export type { GcsStore } from './gcs/gcs-store.js';
-export type { AzureStore } from './azure/azure-store.js';
+export * from './snapstore.js';

@@ -1,14 +1,20 @@
 import { randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, type Dirent } from 'node:fs';
 import { type FileHandle, mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { UsageError } from '../errors.js';
 import type { StoreLocation } from './location.js';
-import { type GetOptions, ObjectNotFoundError, type PutOptions, type SnapStore, type StoredObject } from './snapstore.js';
 import { checkMetadata } from './metadata.js';
 import { checkObjectName } from './object-name.js';
+import {
+  type GetOptions,
+  ObjectNotFoundError,
+  type PutOptions,
+  type SnapStore,
+  type StoredObject,
+} from './snapstore.js';
 
 /** Kept out of listings: in-flight writes and object metadata live in these folders of the store root. */
 const TEMP_DIR = '.tmp';
@@ -54,7 +60,8 @@ export class LocalStore implements SnapStore {
     try {
       handle = await open(path, 'r'); // fails now, not mid-stream, when the object is missing
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new ObjectNotFoundError(this.location, name, { cause: err });
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT')
+        throw new ObjectNotFoundError(this.location, name, { cause: err });
       throw err;
     }
     return handle.createReadStream({ start: options.offset ?? 0 });
@@ -83,7 +90,7 @@ export class LocalStore implements SnapStore {
   }
 
   private async walk(dir: string, prefix: string, out: StoredObject[]): Promise<void> {
-    let entries;
+    let entries: Dirent[];
     try {
       entries = await readdir(dir, { withFileTypes: true });
     } catch (err) {

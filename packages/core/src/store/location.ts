@@ -1,9 +1,9 @@
 import { UsageError } from '../errors.js';
 import { openLocalStore } from './local.js';
 import { QueryOptions } from './query-options.js';
-import { DEFAULT_RETRY_POLICY, type RetryPolicy, RetryingStore } from './retry.js';
-import { retryPolicy } from './transfer-options.js';
+import { DEFAULT_RETRY_POLICY, RetryingStore, type RetryPolicy } from './retry.js';
 import type { SnapStore } from './snapstore.js';
+import { retryPolicy } from './transfer-options.js';
 
 /** A parsed `--store` URL: provider scheme, container (bucket, or directory for file://) and prefix. */
 export interface StoreLocation {

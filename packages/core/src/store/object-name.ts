@@ -3,7 +3,12 @@ import { UsageError } from '../errors.js';
 /** Object names come from listings of untrusted stores too: refuse anything that could escape the prefix. */
 export function checkObjectName(name: string): void {
   const parts = name.split('/');
-  if (name.length === 0 || name.length > 1024 || parts.some((p) => p === '' || p === '.' || p === '..') || name.includes('\0')) {
+  if (
+    name.length === 0 ||
+    name.length > 1024 ||
+    parts.some((p) => p === '' || p === '.' || p === '..') ||
+    name.includes('\0')
+  ) {
     throw new UsageError(`invalid object name "${name}": names are relative paths without empty, "." or ".." parts`);
   }
 }

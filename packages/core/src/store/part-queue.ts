@@ -29,7 +29,7 @@ export async function sendInParts(body: Readable, options: PartQueueOptions, sen
   let count = 0;
   try {
     options.signal?.throwIfAborted();
-    for await (const data of parts(body, options.partSize)) {
+    for await (const data of cutIntoParts(body, options.partSize)) {
       if (failure || controller.signal.aborted) break;
       const index = count++;
       const sending: Promise<void> = sendPart(index, data, controller.signal)
@@ -56,7 +56,7 @@ export async function sendInParts(body: Readable, options: PartQueueOptions, sen
 }
 
 /** Exactly `size` bytes a part, the last one shorter; nothing at all for an empty body. */
-async function* parts(body: Readable, size: number): AsyncGenerator<Buffer> {
+export async function* cutIntoParts(body: Readable, size: number): AsyncGenerator<Buffer> {
   let pending: Buffer[] = [];
   let length = 0;
   for await (const chunk of body) {

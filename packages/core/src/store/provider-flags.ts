@@ -31,7 +31,8 @@ export function storeUrlFromProviderFlags({ provider, container, prefix = '' }: 
   if (scheme === 'file') {
     // ebr's Local provider keeps snapshots in <container>/<prefix>.
     const dir = [container.replace(/\/+$/, ''), path].filter(Boolean).join('/');
-    if (!dir.startsWith('/')) throw new UsageError(`--store-container "${container}": the Local provider needs an absolute path`);
+    if (!dir.startsWith('/'))
+      throw new UsageError(`--store-container "${container}": the Local provider needs an absolute path`);
     return `file://${encodePath(dir)}`;
   }
   if (/[/?#\s]/.test(container)) {

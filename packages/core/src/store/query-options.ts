@@ -52,7 +52,8 @@ export class QueryOptions {
     const value = this.string(name);
     if (value === undefined) return undefined;
     const match = /^(\d+)\s*(B|KiB|MiB|GiB)?$/i.exec(value);
-    if (!match) throw new UsageError(`${this.where}: option ${name}=${value} is not a size; write e.g. 8MiB or 8388608`);
+    if (!match)
+      throw new UsageError(`${this.where}: option ${name}=${value} is not a size; write e.g. 8MiB or 8388608`);
     const unit = { b: 1, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3 }[(match[2] ?? 'b').toLowerCase() as 'b'];
     return Number(match[1]) * unit;
   }
@@ -62,7 +63,8 @@ export class QueryOptions {
     const value = this.string(name);
     if (value === undefined) return undefined;
     const match = /^(\d+(?:\.\d+)?)\s*(ms|s|m)?$/.exec(value);
-    if (!match) throw new UsageError(`${this.where}: option ${name}=${value} is not a duration; write e.g. 30s or 500ms`);
+    if (!match)
+      throw new UsageError(`${this.where}: option ${name}=${value} is not a duration; write e.g. 30s or 500ms`);
     const unit = { ms: 1, s: 1000, m: 60_000 }[(match[2] ?? 's') as 'ms'];
     return Math.round(Number(match[1]) * unit);
   }

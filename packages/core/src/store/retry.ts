@@ -59,11 +59,16 @@ const TRANSIENT_NAMES = new Set([
   'OperationTimedOut',
 ]);
 
+/** A failure a provider knows to be worth another try, which carries no status or code that says so. */
+export class TransientError extends Error {}
+
 /** Whether another try may succeed: looks through the `cause` chain, so providers can wrap SDK errors. */
 export function isTransient(err: unknown): boolean {
   for (let e = err, depth = 0; e && typeof e === 'object' && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof TransientError) return true;
     const status = statusOf(e);
-    if (status !== undefined) return status === 408 || status === 429 || (status >= 500 && status !== 501 && status !== 505);
+    if (status !== undefined)
+      return status === 408 || status === 429 || (status >= 500 && status !== 501 && status !== 505);
     const { code, name, message } = e as { code?: unknown; name?: unknown; message?: unknown };
     if (typeof code === 'string' && TRANSIENT_CODES.has(code)) return true;
     if (typeof name === 'string' && TRANSIENT_NAMES.has(name)) return true;

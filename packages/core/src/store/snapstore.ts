@@ -6,7 +6,10 @@ export interface StoredObject {
   name: string;
   size: number;
   lastModified: Date;
-  /** Object metadata (string values), e.g. our sha256 of the stored bytes. */
+  /**
+   * Object metadata (string values), e.g. our sha256 of the stored bytes. `stat` always has it; listings of
+   * S3 stores leave it empty, because S3 listings do not carry it (a HEAD per object would).
+   */
   metadata: Record<string, string>;
 }
 
@@ -60,4 +63,3 @@ export class ObjectNotFoundError extends OperationError {
     super(`${location}: there is no object "${name}"`, options);
   }
 }
-

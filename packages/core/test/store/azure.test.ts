@@ -1,5 +1,5 @@
-import { describeConformance } from './conformance.js';
 import { AZURE_PART_SIZE, startAzureTarget } from './azure-target.js';
+import { describeConformance } from './conformance.js';
 
 describeConformance('Azure Blob', async () => {
   const target = await startAzureTarget();

@@ -85,7 +85,9 @@ export function describeConformance(provider: string, start: () => Promise<Confo
       const store = await fresh();
       const data = randomData(100_000);
       await store.put('v2/offset', bodyOf(data));
-      expect((await readAll(await store.get('v2/offset', { offset: 70_000 }))).equals(data.subarray(70_000))).toBe(true);
+      expect((await readAll(await store.get('v2/offset', { offset: 70_000 }))).equals(data.subarray(70_000))).toBe(
+        true,
+      );
     });
 
     it('replaces an object on a second put', async () => {
@@ -144,7 +146,8 @@ export function describeConformance(provider: string, start: () => Promise<Confo
       const store = await fresh();
       const bodies = Array.from({ length: 6 }, (_, i) => randomData(i % 2 ? target.partSize + 1000 : 5000));
       await Promise.all(bodies.map((data, i) => store.put(`v2/c${i}`, bodyOf(data))));
-      for (const [i, data] of bodies.entries()) expect((await readAll(await store.get(`v2/c${i}`))).equals(data)).toBe(true);
+      for (const [i, data] of bodies.entries())
+        expect((await readAll(await store.get(`v2/c${i}`))).equals(data)).toBe(true);
     });
 
     it('leaves nothing behind when a put is aborted midway', async () => {

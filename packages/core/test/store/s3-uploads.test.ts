@@ -28,9 +28,13 @@ describe('S3 incomplete multipart uploads', () => {
 
   it('a process killed mid-upload leaves no object, and cleanupIncompleteUploads aborts its parts', async () => {
     const name = 'v2/Full-00000000-00000100-1700000000';
-    const upload = spawnTypescript(child, [target.url('killed'), name, String(100 * S3_PART_SIZE), String(10 * S3_PART_SIZE)], {
-      stdio: ['ignore', 'inherit', 'inherit'],
-    });
+    const upload = spawnTypescript(
+      child,
+      [target.url('killed'), name, String(100 * S3_PART_SIZE), String(10 * S3_PART_SIZE)],
+      {
+        stdio: ['ignore', 'inherit', 'inherit'],
+      },
+    );
     const exited = once(upload, 'exit');
     const pending = () => target.server.pendingUploads(target.bucket).filter((u) => u.key === `killed/${name}`);
     await waitFor(() => pending().some((u) => u.parts >= 2), 30_000);

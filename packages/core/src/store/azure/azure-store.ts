@@ -6,6 +6,7 @@ import type { StoreLocation } from '../location.js';
 import { checkMetadata } from '../metadata.js';
 import { checkObjectName, listingPrefix, nameOfKey, objectKey } from '../object-name.js';
 import { sendInParts } from '../part-queue.js';
+import { withTimeout } from '../request-timeout.js';
 import { type RetryPolicy, retry, statusOf } from '../retry.js';
 import {
   type GetOptions,
@@ -41,13 +42,16 @@ export class AzureStore implements SnapStore {
   ) {
     this.location = config.location;
     if (config.credentials.kind === 'files') {
-      this.rotating = new RotatingCredentials(() => readCredentials(AZURE_CREDENTIAL_ENV, AZURE_CREDENTIAL_FIELDS, env));
+      this.rotating = new RotatingCredentials(() =>
+        readCredentials(AZURE_CREDENTIAL_ENV, AZURE_CREDENTIAL_FIELDS, env),
+      );
     }
   }
 
   async check(): Promise<void> {
     try {
-      await (await this.container()).getProperties({ abortSignal: this.timeout() });
+      const container = await this.container();
+      await this.timed(undefined, (abortSignal) => container.getProperties({ abortSignal }));
     } catch (err) {
       throw azureFailure(this.config, `open container "${this.config.container}"`, err, true);
     }
@@ -67,20 +71,23 @@ export class AzureStore implements SnapStore {
       const { partSize, partsInFlight } = this.config.transfer;
       const count = await sendInParts(body, { partSize, partsInFlight, signal }, (index, data, partSignal) =>
         send(
-          () => blob.stageBlock(blockId(index), data, data.length, { abortSignal: this.timeout(partSignal) }),
+          () =>
+            this.timed(partSignal, (abortSignal) =>
+              blob.stageBlock(blockId(index), data, data.length, { abortSignal }),
+            ),
           partSignal,
         ),
       );
       signal?.throwIfAborted();
       // The commit is not cancelled once sent: an abort then could leave the object there while put() fails.
+      const blocks = Array.from({ length: count }, (_, i) => blockId(i));
       await send(() =>
-        blob.commitBlockList(
-          Array.from({ length: count }, (_, i) => blockId(i)),
-          {
+        this.timed(undefined, (abortSignal) =>
+          blob.commitBlockList(blocks, {
             metadata: toAzureMetadata(options.metadata),
             blobHTTPHeaders: { blobContentType: 'application/octet-stream' },
-            abortSignal: this.timeout(),
-          },
+            abortSignal,
+          }),
         ),
       );
     } catch (err) {
@@ -130,7 +137,7 @@ export class AzureStore implements SnapStore {
   async stat(name: string): Promise<StoredObject | undefined> {
     try {
       const blob = (await this.container()).getBlobClient(this.key(name));
-      const properties = await blob.getProperties({ abortSignal: this.timeout() });
+      const properties = await this.timed(undefined, (abortSignal) => blob.getProperties({ abortSignal }));
       return {
         name,
         size: properties.contentLength ?? 0,
@@ -146,7 +153,7 @@ export class AzureStore implements SnapStore {
   async delete(name: string): Promise<void> {
     try {
       const blob = (await this.container()).getBlobClient(this.key(name));
-      await blob.deleteIfExists({ deleteSnapshots: 'include', abortSignal: this.timeout() });
+      await this.timed(undefined, (abortSignal) => blob.deleteIfExists({ deleteSnapshots: 'include', abortSignal }));
     } catch (err) {
       throw azureFailure(this.config, `delete "${name}"`, err);
     }
@@ -169,9 +176,8 @@ export class AzureStore implements SnapStore {
   }
 
   /** A request that takes longer than the configured timeout is given up (and, through the wrapper, retried). */
-  private timeout(signal?: AbortSignal): AbortSignal {
-    const timer = AbortSignal.timeout(this.config.transfer.timeoutMs);
-    return signal ? AbortSignal.any([signal, timer]) : timer;
+  private timed<T>(signal: AbortSignal | undefined, request: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    return withTimeout(this.config.transfer.timeoutMs, signal, request);
   }
 
   private key(name: string): string {

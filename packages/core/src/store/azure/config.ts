@@ -24,7 +24,10 @@ export type AzureCredentials =
   | { kind: 'key'; account: string; key: string }
   | { kind: 'connection-string'; value: string };
 
-export const AZURE_CREDENTIAL_ENV = { directory: 'AZURE_APPLICATION_CREDENTIALS', json: 'AZURE_APPLICATION_CREDENTIALS_JSON' };
+export const AZURE_CREDENTIAL_ENV = {
+  directory: 'AZURE_APPLICATION_CREDENTIALS',
+  json: 'AZURE_APPLICATION_CREDENTIALS_JSON',
+};
 export const AZURE_CREDENTIAL_FIELDS = ['storageAccount', 'storageKey', 'domain', 'emulatorEnabled'] as const;
 
 const QUERY_OPTIONS = ['endpoint', 'domain', ...TRANSFER_OPTIONS];
@@ -42,8 +45,14 @@ export async function azureConfig(location: StoreLocation, env: NodeJS.ProcessEn
   if (!source && connectionString) {
     const account = /AccountName=([^;]+)/i.exec(connectionString)?.[1] ?? '';
     const blobEndpoint = /BlobEndpoint=([^;]+)/i.exec(connectionString)?.[1];
-    const accountUrl = query.string('endpoint') ?? blobEndpoint ?? `https://${account}.${query.string('domain') ?? DEFAULT_DOMAIN}`;
-    return { ...base, accountUrl: trimSlash(accountUrl), account, credentials: { kind: 'connection-string', value: connectionString } };
+    const accountUrl =
+      query.string('endpoint') ?? blobEndpoint ?? `https://${account}.${query.string('domain') ?? DEFAULT_DOMAIN}`;
+    return {
+      ...base,
+      accountUrl: trimSlash(accountUrl),
+      account,
+      credentials: { kind: 'connection-string', value: connectionString },
+    };
   }
 
   const values = source?.values ?? {};
@@ -56,7 +65,9 @@ export async function azureConfig(location: StoreLocation, env: NodeJS.ProcessEn
         `${AZURE_CREDENTIAL_ENV.json}, AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY`,
     );
   }
-  const emulator = values.emulatorEnabled ? parseBoolean(values.emulatorEnabled, `${source!.origin} emulatorEnabled`) : false;
+  const emulator = values.emulatorEnabled
+    ? parseBoolean(values.emulatorEnabled, `${source!.origin} emulatorEnabled`)
+    : false;
   const domain = query.string('domain') ?? values.domain;
   const accountUrl =
     query.string('endpoint') ??

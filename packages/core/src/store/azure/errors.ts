@@ -9,7 +9,8 @@ const CONFIG_FIXES: Record<string, (c: AzureConfig) => string> = {
   AuthenticationFailed: () => `the storage key was refused: ${credentialsHint}`,
   AuthorizationFailure: (c) => `access denied to container "${c.container}": ${credentialsHint}`,
   AuthorizationPermissionMismatch: (c) => `the credentials may not use container "${c.container}": ${credentialsHint}`,
-  InvalidResourceName: (c) => `"${c.container}" is not a valid container name: use 3-63 lower-case letters, digits and "-"`,
+  InvalidResourceName: (c) =>
+    `"${c.container}" is not a valid container name: use 3-63 lower-case letters, digits and "-"`,
   AccountIsDisabled: (c) => `storage account "${c.account}" is disabled`,
 };
 
@@ -29,7 +30,9 @@ export function azureFailure(config: AzureConfig, what: string, err: unknown, op
   }
   if (message) return opening ? new UsageError(message, { cause: err }) : new OperationError(message, { cause: err });
   const detail = [code, status && `HTTP ${status}`].filter(Boolean).join(', ');
-  return new OperationError(`${where} failed: ${firstLine(errorMessage(err))}${detail ? ` (${detail})` : ''}`, { cause: err });
+  return new OperationError(`${where} failed: ${firstLine(errorMessage(err))}${detail ? ` (${detail})` : ''}`, {
+    cause: err,
+  });
 }
 
 /** Azure's messages append a RequestId and Time on further lines: keep the first. */

@@ -67,7 +67,9 @@ async function checkKeyFile(file: string, where: string): Promise<void> {
   }
   const types = ['service_account', 'external_account', 'authorized_user', 'impersonated_service_account'];
   if (!types.includes(String(parsed?.type))) {
-    throw new UsageError(`${where}: ${GOOGLE_CREDENTIALS_ENV}=${file} is not a Google credentials file (type is not one of ${types.join(', ')})`);
+    throw new UsageError(
+      `${where}: ${GOOGLE_CREDENTIALS_ENV}=${file} is not a Google credentials file (type is not one of ${types.join(', ')})`,
+    );
   }
 }
 

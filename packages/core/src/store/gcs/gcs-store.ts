@@ -1,46 +1,49 @@
-import type { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { type File, Storage, type StorageOptions } from '@google-cloud/storage';
-import { errorMessage, OperationError, StewardError, UsageError } from '../../errors.js';
+import { Readable } from 'node:stream';
+import { type File, Storage } from '@google-cloud/storage';
+import { errorMessage, IntegrityError, OperationError, StewardError, UsageError } from '../../errors.js';
 import { filesVersion } from '../credential-files.js';
 import type { StoreLocation } from '../location.js';
 import { checkMetadata } from '../metadata.js';
 import { checkObjectName, listingPrefix, nameOfKey, objectKey } from '../object-name.js';
+import { withTimeout } from '../request-timeout.js';
 import { type RetryPolicy, retry, statusOf } from '../retry.js';
-import { type GetOptions, ObjectNotFoundError, type PutOptions, type SnapStore, type StoredObject } from '../snapstore.js';
-import { GOOGLE_CREDENTIALS_ENV, type GcsConfig, gcsConfig } from './config.js';
+import {
+  type GetOptions,
+  ObjectNotFoundError,
+  type PutOptions,
+  type RequestSender,
+  type SnapStore,
+  type StoredObject,
+} from '../snapstore.js';
+import { type GcsConfig, GOOGLE_CREDENTIALS_ENV, gcsConfig } from './config.js';
+import { startSession, uploadResumable } from './resumable-upload.js';
+
+const sendOnce: RequestSender = (request) => request();
+const GOOGLE_ENDPOINT = 'https://storage.googleapis.com';
 
 interface Clients {
   version: string;
   /** Makes each request once: retries are RetryingStore's. */
-  requests: Storage;
-  /**
-   * For uploads. A resumable upload recovers from a failed chunk by asking the server how much it has and
-   * going on from there; the client library does that itself, inside its write stream, where no wrapper can
-   * reach. So this client retries, with the numbers of the store's retry policy.
-   */
-  uploads: Storage;
+  storage: Storage;
 }
 
 /**
- * A bucket (and prefix) on Google Cloud Storage. A put is a resumable upload in `partSize` chunks: the object
- * appears only when the last chunk is in, and an upload that fails or is aborted is cancelled on the server.
+ * A bucket (and prefix) on Google Cloud Storage. A put is a resumable upload in `partSize` chunks (see
+ * resumable-upload.ts): the object appears only when the last chunk is in, and an upload that fails or is
+ * aborted is cancelled on the server.
  */
 export class GcsStore implements SnapStore {
   readonly location: string;
   private clients?: Promise<Clients>;
 
-  constructor(
-    private readonly config: GcsConfig,
-    private readonly policy: RetryPolicy,
-  ) {
+  constructor(private readonly config: GcsConfig) {
     this.location = config.location;
   }
 
   async check(): Promise<void> {
     try {
-      const { requests } = await this.current();
-      await requests.bucket(this.config.bucket).getMetadata();
+      const { storage } = await this.current();
+      await storage.bucket(this.config.bucket).getMetadata();
     } catch (err) {
       throw this.failure(`open bucket "${this.config.bucket}"`, err, true);
     }
@@ -50,48 +53,60 @@ export class GcsStore implements SnapStore {
     checkObjectName(name);
     checkMetadata(options.metadata);
     const { signal } = options;
-    signal?.throwIfAborted();
-    const { uploads } = await this.current();
-    const file = uploads.bucket(this.config.bucket).file(this.key(name));
-    const metadata = { contentType: 'application/octet-stream', metadata: options.metadata ?? {} };
+    const send = options.send ?? sendOnce;
     let session: string | undefined;
     try {
-      // The session is opened first, so that its URI is known, whenever the upload fails, to cancel it.
-      [session] = await file.createResumableUpload({ metadata });
-      const upload = file.createWriteStream({
-        uri: session,
-        resumable: true,
-        chunkSize: this.config.transfer.partSize,
-        timeout: this.config.transfer.timeoutMs,
-        validation: 'crc32c',
-        metadata,
-      });
-      await pipeline(body, upload, { signal });
+      signal?.throwIfAborted();
+      const { storage } = await this.current();
+      const { bucket, endpoint, authenticate } = this.config;
+      const { partSize, timeoutMs } = this.config.transfer;
+      const url =
+        `${endpoint ?? GOOGLE_ENDPOINT}/upload/storage/v1/b/${encodeURIComponent(bucket)}/o` +
+        `?uploadType=resumable&name=${encodeURIComponent(this.key(name))}`;
+      const resource = { contentType: 'application/octet-stream', metadata: options.metadata ?? {} };
+      const auth = authenticate ? await storage.authClient.getRequestHeaders(url) : undefined;
+      session = await send(() => startSession(url, resource, auth, { timeoutMs, signal }), signal);
+      await uploadResumable(session, body, { chunkSize: partSize, timeoutMs, signal, send });
     } catch (err) {
       body.destroy();
       if (session) await cancelSession(session);
+      if (err instanceof IntegrityError) await this.delete(name).catch(() => {});
       if (signal?.aborted) throw signal.reason;
       throw this.failure(`put "${name}"`, err);
     }
   }
 
-  /** A stream that starts its request on the first read; RetryingStore's stat reports a missing object first. */
+  /** A plain media GET: the client library's download path adds nothing we want (retries are the wrapper's). */
   async get(name: string, options: GetOptions = {}): Promise<Readable> {
-    const { requests } = await this.current();
     const offset = options.offset ?? 0;
-    const stream = this.file(requests, name).createReadStream({
-      decompress: false,
-      validation: offset > 0 ? false : 'crc32c',
-      ...(offset > 0 && { start: offset }),
-    });
-    return stream;
+    const { storage } = await this.current();
+    const url = `${this.config.endpoint ?? GOOGLE_ENDPOINT}/storage/v1/b/${encodeURIComponent(this.config.bucket)}/o/${encodeURIComponent(this.key(name))}?alt=media`;
+    const headers = new Headers(this.config.authenticate ? await storage.authClient.getRequestHeaders(url) : undefined);
+    if (offset > 0) headers.set('range', `bytes=${offset}-`);
+    // The timeout covers the wait for the answer only (its timer is gone once fetch resolves); the body may
+    // take as long as it takes.
+    let response: Response;
+    try {
+      response = await withTimeout(this.config.transfer.timeoutMs, undefined, (signal) =>
+        fetch(url, { headers, signal }),
+      );
+    } catch (err) {
+      throw this.failure(`get "${name}"`, err);
+    }
+    if (response.status === 404) throw new ObjectNotFoundError(this.location, name);
+    if (!response.ok || !response.body) {
+      const text = await response.text().catch(() => '');
+      const err = Object.assign(new Error(text.slice(0, 300) || response.statusText), { status: response.status });
+      throw this.failure(`get "${name}"`, err);
+    }
+    return Readable.fromWeb(response.body as import('node:stream/web').ReadableStream);
   }
 
   async list(prefix = ''): Promise<StoredObject[]> {
     const out: StoredObject[] = [];
     try {
-      const { requests } = await this.current();
-      const bucket = requests.bucket(this.config.bucket);
+      const { storage } = await this.current();
+      const bucket = storage.bucket(this.config.bucket);
       let pageToken: string | undefined;
       do {
         const [files, next] = await bucket.getFiles({
@@ -114,8 +129,8 @@ export class GcsStore implements SnapStore {
 
   async stat(name: string): Promise<StoredObject | undefined> {
     try {
-      const { requests } = await this.current();
-      const [metadata] = await this.file(requests, name).getMetadata();
+      const { storage } = await this.current();
+      const [metadata] = await this.file(storage, name).getMetadata();
       return toStoredObject(name, metadata);
     } catch (err) {
       if (statusOf(err) === 404) return undefined;
@@ -125,8 +140,8 @@ export class GcsStore implements SnapStore {
 
   async delete(name: string): Promise<void> {
     try {
-      const { requests } = await this.current();
-      await this.file(requests, name).delete({ ignoreNotFound: true });
+      const { storage } = await this.current();
+      await this.file(storage, name).delete({ ignoreNotFound: true });
     } catch (err) {
       throw this.failure(`delete "${name}"`, err);
     }
@@ -138,19 +153,14 @@ export class GcsStore implements SnapStore {
     const version = await filesVersion(files);
     const cached = this.clients && (await this.clients);
     if (cached && cached.version === version) return cached;
-    const base: StorageOptions = {
-      apiEndpoint: this.config.endpoint,
-      useAuthWithCustomEndpoint: this.config.authenticate,
-      keyFilename: this.config.authenticate ? this.config.keyFile : undefined,
-      timeout: this.config.transfer.timeoutMs,
-    };
-    const { attempts, maxDelayMs } = this.policy;
     const clients: Clients = {
       version,
-      requests: new Storage({ ...base, retryOptions: { autoRetry: false, maxRetries: 0 } }),
-      uploads: new Storage({
-        ...base,
-        retryOptions: { autoRetry: true, maxRetries: attempts - 1, maxRetryDelay: Math.max(1, maxDelayMs / 1000) },
+      storage: new Storage({
+        apiEndpoint: this.config.endpoint,
+        useAuthWithCustomEndpoint: this.config.authenticate,
+        keyFilename: this.config.authenticate ? this.config.keyFile : undefined,
+        timeout: this.config.transfer.timeoutMs,
+        retryOptions: { autoRetry: false },
       }),
     };
     this.clients = Promise.resolve(clients);
@@ -173,7 +183,8 @@ export class GcsStore implements SnapStore {
     const code = (err as { code?: unknown }).code;
     const where = `${this.location}: ${what}`;
     let message: string | undefined;
-    if (status === 404 && opening) message = `${where}: bucket "${this.config.bucket}" does not exist: create it, or fix --store`;
+    if (status === 404 && opening)
+      message = `${where}: bucket "${this.config.bucket}" does not exist: create it, or fix --store`;
     else if (status === 401 || status === 403) {
       message = `${where}: the credentials were refused (${status}): check ${GOOGLE_CREDENTIALS_ENV} and that its account may use bucket "${this.config.bucket}"`;
     } else if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
@@ -216,7 +227,7 @@ async function cancelSession(uri: string): Promise<void> {
 }
 
 export async function openGcsStore(location: StoreLocation, policy: RetryPolicy): Promise<GcsStore> {
-  const store = new GcsStore(await gcsConfig(location), policy);
+  const store = new GcsStore(await gcsConfig(location));
   await retry(() => store.check(), policy);
   return store;
 }

@@ -2,8 +2,7 @@ import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { S3Client } from '@aws-sdk/client-s3';
 import { UsageError } from '../../errors.js';
-import { RotatingCredentials } from '../credential-files.js';
-import { readCredentials } from '../credential-files.js';
+import { RotatingCredentials, readCredentials } from '../credential-files.js';
 import { AWS_CREDENTIAL_ENV, AWS_CREDENTIAL_FIELDS, type S3Config } from './config.js';
 
 /**
@@ -25,6 +24,7 @@ export function createS3Client(config: S3Config, env: NodeJS.ProcessEnv = proces
     requestHandler: {
       connectionTimeout: Math.min(10_000, config.transfer.timeoutMs),
       requestTimeout: config.transfer.timeoutMs,
+      throwOnRequestTimeout: true, // without it, the SDK only warns and keeps waiting
       httpAgent: new HttpAgent(agentOptions),
       httpsAgent: new HttpsAgent({
         ...agentOptions,
@@ -42,7 +42,9 @@ function rotatingKeys(config: S3Config, env: NodeJS.ProcessEnv) {
     const accessKeyId = source?.values.accessKeyID;
     const secretAccessKey = source?.values.secretAccessKey;
     if (!accessKeyId || !secretAccessKey) {
-      throw new UsageError(`${config.location}: ${source?.origin ?? 'the credentials files'} lack accessKeyID or secretAccessKey`);
+      throw new UsageError(
+        `${config.location}: ${source?.origin ?? 'the credentials files'} lack accessKeyID or secretAccessKey`,
+      );
     }
     return { accessKeyId, secretAccessKey, expiration: new Date(Date.now() + 1000) };
   };

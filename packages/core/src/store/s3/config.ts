@@ -32,7 +32,10 @@ export interface S3Config {
 
 export type Checksum = 'WHEN_SUPPORTED' | 'WHEN_REQUIRED';
 
-export const AWS_CREDENTIAL_ENV = { directory: 'AWS_APPLICATION_CREDENTIALS', json: 'AWS_APPLICATION_CREDENTIALS_JSON' };
+export const AWS_CREDENTIAL_ENV = {
+  directory: 'AWS_APPLICATION_CREDENTIALS',
+  json: 'AWS_APPLICATION_CREDENTIALS_JSON',
+};
 
 /** The names ebr uses, as files in the directory and as JSON fields. */
 export const AWS_CREDENTIAL_FIELDS = [
@@ -86,7 +89,9 @@ export async function s3Config(location: StoreLocation, env: NodeJS.ProcessEnv =
   const pathStyleEnv = env.AWS_S3_FORCE_PATH_STYLE;
   const forcePathStyle =
     query.boolean('forcePathStyle') ??
-    (file.s3ForcePathStyle !== undefined ? parseBoolean(file.s3ForcePathStyle, `${credentials!.origin} s3ForcePathStyle`) : undefined) ??
+    (file.s3ForcePathStyle !== undefined
+      ? parseBoolean(file.s3ForcePathStyle, `${credentials!.origin} s3ForcePathStyle`)
+      : undefined) ??
     (pathStyleEnv ? parseBoolean(pathStyleEnv, 'AWS_S3_FORCE_PATH_STYLE') : undefined) ??
     // S3-compatible servers (MinIO, Ceph, test servers) mostly need path style; AWS itself does not.
     endpoint !== undefined;
@@ -105,7 +110,9 @@ export async function s3Config(location: StoreLocation, env: NodeJS.ProcessEnv =
   const kmsKeyId = query.string('sseKmsKeyId');
   if (kmsKeyId && sseType !== 'aws:kms') throw new UsageError(`${where}: sseKmsKeyId needs sse=aws:kms`);
   if (file.sseCustomerKey && sseType) {
-    throw new UsageError(`${where}: choose one encryption: sse=${sseType} or the sseCustomerKey of ${credentials!.origin}`);
+    throw new UsageError(
+      `${where}: choose one encryption: sse=${sseType} or the sseCustomerKey of ${credentials!.origin}`,
+    );
   }
 
   return {
@@ -116,7 +123,11 @@ export async function s3Config(location: StoreLocation, env: NodeJS.ProcessEnv =
     endpoint,
     forcePathStyle,
     requestChecksum: checksum('requestChecksum', file.requestChecksumCalculation, env.AWS_REQUEST_CHECKSUM_CALCULATION),
-    responseChecksum: checksum('responseChecksum', file.responseChecksumValidation, env.AWS_RESPONSE_CHECKSUM_VALIDATION),
+    responseChecksum: checksum(
+      'responseChecksum',
+      file.responseChecksumValidation,
+      env.AWS_RESPONSE_CHECKSUM_VALIDATION,
+    ),
     sse: sseType === 'aws:kms' ? { type: 'aws:kms', kmsKeyId } : sseType ? { type: 'AES256' } : undefined,
     sseCustomer: file.sseCustomerKey
       ? { algorithm: file.sseCustomerAlgorithm || 'AES256', key: file.sseCustomerKey }

@@ -10,9 +10,11 @@ const CONFIG_FIXES: Record<string, (c: S3Config) => string> = {
   SignatureDoesNotMatch: () => `the secret key does not match the access key: ${credentialsHint}`,
   InvalidToken: () => `the session token was refused: ${credentialsHint}`,
   ExpiredToken: () => `the credentials have expired: ${credentialsHint}`,
-  AccessDenied: (c) => `access denied to bucket "${c.bucket}": grant the credentials s3:ListBucket, s3:GetObject, s3:PutObject, s3:DeleteObject and s3:AbortMultipartUpload`,
+  AccessDenied: (c) =>
+    `access denied to bucket "${c.bucket}": grant the credentials s3:ListBucket, s3:GetObject, s3:PutObject, s3:DeleteObject and s3:AbortMultipartUpload`,
   PermanentRedirect: (c) => `bucket "${c.bucket}" is in another region: set ?region=... in --store (or AWS_REGION)`,
-  AuthorizationHeaderMalformed: () => 'the request was signed for the wrong region: set ?region=... in --store (or AWS_REGION)',
+  AuthorizationHeaderMalformed: () =>
+    'the request was signed for the wrong region: set ?region=... in --store (or AWS_REGION)',
 };
 
 const credentialsHint = `check ${AWS_CREDENTIAL_ENV.directory} / ${AWS_CREDENTIAL_ENV.json}, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY`;
@@ -30,8 +32,10 @@ export function s3Failure(config: S3Config, what: string, err: unknown, opening 
   const status = statusOf(err);
   let message: string | undefined;
   if (fix) message = `${where}: ${fix(config)}`;
-  else if (status === 403) message = `${where}: forbidden (403): ${credentialsHint}, and that they may use bucket "${config.bucket}"`;
-  else if (status === 404 && what.startsWith('open')) message = `${where}: bucket "${config.bucket}" does not exist: create it, or fix --store`;
+  // HEAD answers carry no error code: a 403 is either wrong credentials or missing permissions.
+  else if (status === 403)
+    message = `${where}: forbidden (403): ${credentialsHint}, and that they may use bucket "${config.bucket}"`;
+  else if (status === 404 && opening) message = `${where}: ${CONFIG_FIXES.NoSuchBucket(config)}`;
   else if (status === 301) message = `${where}: ${CONFIG_FIXES.PermanentRedirect(config)}`;
   else if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
     message = `${where}: cannot reach ${config.endpoint ?? 'the S3 endpoint'} (${code}): check the endpoint option and that the server is up`;

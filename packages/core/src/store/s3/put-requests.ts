@@ -84,7 +84,8 @@ export class PutRequests {
     }
     if (command instanceof CompleteMultipartUploadCommand) {
       try {
-        const out = await this.client.send(command, { abortSignal: signal });
+        // Not cancelled once sent: an abort then could leave the object there while put() fails.
+        const out = await this.client.send(command);
         this.completedId = command.input.UploadId;
         return out;
       } catch (err) {

@@ -131,7 +131,8 @@ export class S3Store implements SnapStore {
         for (const item of page.Contents ?? []) {
           const name = item.Key && nameOfKey(this.config.prefix, item.Key);
           // S3 listings carry no user metadata; stat() has it.
-          if (name) out.push({ name, size: item.Size ?? 0, lastModified: item.LastModified ?? new Date(0), metadata: {} });
+          if (name)
+            out.push({ name, size: item.Size ?? 0, lastModified: item.LastModified ?? new Date(0), metadata: {} });
         }
         token = page.IsTruncated ? page.NextContinuationToken : undefined;
       } while (token);
@@ -196,7 +197,11 @@ export class S3Store implements SnapStore {
           try {
             await send(() =>
               this.client.send(
-                new AbortMultipartUploadCommand({ Bucket: this.config.bucket, Key: upload.Key, UploadId: upload.UploadId }),
+                new AbortMultipartUploadCommand({
+                  Bucket: this.config.bucket,
+                  Key: upload.Key,
+                  UploadId: upload.UploadId,
+                }),
               ),
             );
             aborted++;
