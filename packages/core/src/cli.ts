@@ -7,6 +7,7 @@ import { hideBin } from 'yargs/helpers';
 import { errorMessage, StewardError, UsageError } from './errors.js';
 import { type EtcdConnection, parseEndpoints } from './etcd-client.js';
 import { createLogger, type Logger } from './logger.js';
+import { storeUrlFromProviderFlags } from './store/provider-flags.js';
 
 /**
  * What every program shares on its command line. Precedence: flags > environment (`ETCD_STEWARD_<FLAG>`,
@@ -53,11 +54,39 @@ export function etcdOptions<T>(y: Argv<T>) {
 }
 
 export function storeOption<T>(y: Argv<T>) {
-  return y.option('store', {
-    type: 'string',
-    demandOption: true,
-    describe: 'Where snapshots live: file:///path, s3://bucket/prefix, gs://bucket/prefix, azblob://container/prefix',
-  });
+  return (
+    y
+      .option('store', {
+        type: 'string',
+        demandOption: true,
+        describe:
+          'Where snapshots live: file:///path, s3://bucket/prefix, gs://bucket/prefix, azblob://container/prefix',
+      })
+      .option('storage-provider', {
+        type: 'string',
+        describe: "ebr's way to name the store, instead of --store: S3, GCS, ABS or Local, with --store-container",
+      })
+      .option('store-container', {
+        type: 'string',
+        describe: 'With --storage-provider: bucket, container or directory',
+      })
+      .option('store-prefix', { type: 'string', describe: 'With --storage-provider: prefix inside the container' })
+      // ebr's flags become a --store URL before validation, so existing manifests keep working.
+      .middleware((argv) => {
+        const provider = argv['storage-provider'] as string | undefined;
+        if (provider === undefined) return;
+        try {
+          if (argv.store !== undefined) throw new UsageError('give --store or --storage-provider, not both');
+          (argv as Record<string, unknown>).store = storeUrlFromProviderFlags({
+            provider,
+            container: (argv['store-container'] as string | undefined) ?? '',
+            prefix: argv['store-prefix'] as string | undefined,
+          });
+        } catch (err) {
+          reportUsage(err); // yargs does not route middleware errors to .fail()
+        }
+      }, true)
+  );
 }
 
 export function etcdConnection(args: {

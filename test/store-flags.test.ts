@@ -1,0 +1,41 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+// The programs share these flags through core's storeOption; etcd-snapshot list is the smallest user.
+const bin = fileURLToPath(new URL('../packages/snapshot/bin/etcd-snapshot.js', import.meta.url));
+const list = (args: string[]) =>
+  new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    execFile(process.execPath, [bin, 'list', '--output', 'json', ...args], (err, stdout, stderr) =>
+      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+
+describe("ebr's store flags", () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'store-flags-'));
+  });
+  afterAll(() => rm(dir, { recursive: true, force: true }));
+
+  it('--storage-provider Local --store-container DIR --store-prefix P reads DIR/P, as ebr does', async () => {
+    const ok = await list(['--storage-provider', 'Local', '--store-container', dir, '--store-prefix', 'demo']);
+    expect(ok.code).toBe(0);
+    expect(JSON.parse(ok.stdout)).toEqual([]);
+  });
+
+  it('refuses unknown providers and both ways at once, with exit 2', async () => {
+    const unknown = await list(['--storage-provider', 'Swift', '--store-container', 'c']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/Swift is not supported/);
+    const both = await list(['--storage-provider', 'Local', '--store-container', dir, '--store', `file://${dir}`]);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toMatch(/not both/);
+    const none = await list([]);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(/store/);
+  });
+});
