@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 export interface ProgramResult {
@@ -21,4 +21,10 @@ export function runProgram(program: keyof typeof bins | string, args: string[], 
       resolve({ code, stdout, stderr });
     });
   });
+}
+
+/** Starts a built program without waiting for it, for tests that stop it midway (SIGTERM, SIGKILL). */
+export function startProgram(program: keyof typeof bins | string, args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
+  const bin = fileURLToPath(new URL(bins[program], import.meta.url));
+  return spawn(process.execPath, [bin, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
 }

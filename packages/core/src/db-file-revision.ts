@@ -1,9 +1,38 @@
-import { createReadStream } from 'node:fs';
-import { SnapshotRevisionScanner } from './snapshot-revision.js';
+import { closeSync, openSync } from 'node:fs';
+import { BboltReader, bucketValue } from './bbolt-file.js';
+import { IntegrityError } from './errors.js';
 
-/** The store revision of an etcd bbolt file (e.g. a restored `member/snap/db`), read in one streaming pass. */
+/**
+ * The store revision of an etcd bbolt file (e.g. a restored `member/snap/db`), as etcd computes it at
+ * start-up: the main revision of the last row in the `key` bucket (1 when empty), raised to the compaction
+ * marks in `meta`. Read down the rightmost path of the tree: a few pages, whatever the file's size.
+ */
 export async function dbFileRevision(path: string): Promise<number> {
-  const scanner = new SnapshotRevisionScanner();
-  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) scanner.write(chunk as Buffer);
-  return scanner.revision();
+  const fd = openSync(path, 'r');
+  try {
+    return storeRevision(new BboltReader(fd));
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export function storeRevision(reader: BboltReader): number {
+  const buckets = new Map<string, Buffer>();
+  for (const e of reader.elements({ root: reader.meta.root, sequence: reader.meta.sequence })) {
+    buckets.set(e.key.toString('latin1'), e.value);
+  }
+  const key = buckets.get('key');
+  if (!key) throw new IntegrityError('the db has no "key" bucket: it is not an etcd database');
+  const last = reader.lastElement(bucketValue(key));
+  let revision = last ? Number(last.key.readBigUInt64BE(0)) : 1;
+  const meta = buckets.get('meta');
+  if (meta) {
+    for (const e of reader.elements(bucketValue(meta))) {
+      const name = e.key.toString('latin1');
+      if ((name === 'finishedCompactRev' || name === 'scheduledCompactRev') && e.value.length === 17) {
+        revision = Math.max(revision, Number(e.value.readBigUInt64BE(0)));
+      }
+    }
+  }
+  return revision;
 }

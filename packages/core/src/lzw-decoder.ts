@@ -56,7 +56,8 @@ export class LzwDecoder extends Transform {
   }
 
   override _flush(done: TransformCallback): void {
-    if (!this.ended) return done(new IntegrityError(`${this.label} is truncated: the lzw data ends without its end code`));
+    if (!this.ended)
+      return done(new IntegrityError(`${this.label} is truncated: the lzw data ends without its end code`));
     done();
   }
 

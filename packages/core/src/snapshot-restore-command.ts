@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import type { EtcdBinaries } from './etcd-binaries.js';
 import { OperationError } from './errors.js';
+import type { EtcdBinaries } from './etcd-binaries.js';
 
 const run = promisify(execFile);
 
@@ -38,7 +38,10 @@ export async function runSnapshotRestore(
   try {
     await run(tool, args, { env: { ...process.env, ETCDCTL_API: '3' }, maxBuffer: 16 << 20 });
   } catch (err) {
-    const stderr = String((err as { stderr?: string }).stderr ?? '').trim().split('\n').at(-1);
+    const stderr = String((err as { stderr?: string }).stderr ?? '')
+      .trim()
+      .split('\n')
+      .at(-1);
     throw new OperationError(`${tool} snapshot restore failed: ${stderr || (err as Error).message}`, { cause: err });
   }
 }

@@ -61,6 +61,8 @@ describe('lzw decoder (Go compress/lzw, LSB, 8-bit literals)', () => {
 
   it('ignores bytes after the end code', async () => {
     const input = Buffer.from('hello hello hello');
-    expect((await decode(Buffer.concat([goLzwCompress(input), Buffer.from([1, 2, 3])]))).toString()).toBe(input.toString());
+    expect((await decode(Buffer.concat([goLzwCompress(input), Buffer.from([1, 2, 3])]))).toString()).toBe(
+      input.toString(),
+    );
   });
 });

@@ -1,54 +1,98 @@
 import { openStore, programArgs, reportUsage, runProgram, storeOption } from '@etcd-steward/core';
+import { REPLAY_METHODS } from './replay-method.js';
 import { restore } from './restore.js';
+import { describePlan, formatPlan, planRestore } from './restore-plan.js';
+import { restoreSettings } from './restore-settings.js';
+import { formatSummary } from './restore-summary.js';
 
 await programArgs('etcd-restore')
   .usage(
-    '$0 --store URL --data-dir DIR [member flags]\n\nRebuild an etcd data dir from the newest full snapshot in a store. The target is replaced only when the result verified.',
+    '$0 --store URL --data-dir DIR [member flags]\n\nRebuild an etcd data dir from a store: the newest full snapshot that verifies, then the deltas after it, up to the newest revision or a chosen one. The target is replaced only when the result verified.',
   )
   .command(
     '$0',
     false,
     (y) =>
       storeOption(y)
-        .option('data-dir', { type: 'string', demandOption: true, describe: 'The data dir to create (or replace with --force)' })
+        .option('data-dir', {
+          type: 'string',
+          demandOption: true,
+          describe: 'The data dir to create (or replace with --force)',
+        })
         .option('force', { type: 'boolean', default: false, describe: 'Replace a non-empty --data-dir' })
-        .option('snapshot', { type: 'string', describe: 'Restore this full snapshot (object name) instead of the newest' })
+        .option('dry-run', {
+          type: 'boolean',
+          default: false,
+          describe: 'Print the plan (objects, revisions, sizes) and change nothing',
+        })
+        .option('snapshot', {
+          type: 'string',
+          describe: 'Start from this full snapshot (object name) instead of the newest',
+        })
+        .option('to-revision', { type: 'number', describe: 'Restore exactly this revision (default: the newest)' })
+        .option('to-time', {
+          type: 'string',
+          describe: 'Restore the state at this moment (RFC 3339), by the times recorded with the delta events',
+        })
+        .option('allow-partial', {
+          type: 'boolean',
+          default: false,
+          describe: 'If a delta is damaged or missing, restore up to the last good revision and report what was lost',
+        })
+        .option('max-fetchers', {
+          type: 'number',
+          default: 4,
+          describe: 'Deltas downloaded ahead of the one being applied',
+        })
+        .option('replay', {
+          choices: REPLAY_METHODS,
+          default: REPLAY_METHODS[0],
+          describe:
+            'How deltas are applied: direct = rows written into the db file; grpc = txns into a private etcd (slower, the reference)',
+        })
+        .option('max-txn-ops', { type: 'number', default: 10240, describe: 'Most operations in one txn (grpc replay)' })
+        .option('max-request-bytes', {
+          type: 'number',
+          default: 10485760,
+          describe: 'Largest txn in bytes (grpc replay)',
+        })
+        .option('lease-ttl', {
+          type: 'number',
+          default: 3600,
+          describe:
+            'TTL in seconds for leases the deltas use but the full snapshot lacks (the deltas do not record it)',
+        })
         .option('name', { type: 'string', default: 'default', describe: 'Member name, as etcd --name' })
         .option('initial-cluster', {
           type: 'string',
           describe: 'name=peerURL,... as etcd --initial-cluster (default: <name>=<initial-advertise-peer-urls>)',
         })
-        .option('initial-cluster-token', { type: 'string', default: 'etcd-cluster', describe: 'As etcd --initial-cluster-token' })
+        .option('initial-cluster-token', {
+          type: 'string',
+          default: 'etcd-cluster',
+          describe: 'As etcd --initial-cluster-token',
+        })
         .option('initial-advertise-peer-urls', {
           type: 'string',
           default: 'http://localhost:2380',
           describe: "This member's peer URLs, as etcd --initial-advertise-peer-urls",
         })
         .option('etcd-bin-dir', { type: 'string', describe: 'Where etcd and etcdutl/etcdctl are (default: PATH)' })
-        .example('$0 --store file:///var/backups/etcd --data-dir /var/lib/etcd', ''),
+        .example('$0 --store file:///var/backups/etcd --data-dir /var/lib/etcd', 'the newest state')
+        .example(
+          '$0 --store s3://backups/etcd --data-dir /var/lib/etcd --to-time 2026-11-21T22:00:00Z --dry-run',
+          'what a point-in-time restore would use',
+        ),
     (args) =>
       runProgram(args.output, async ({ logger, signal, output }) => {
-        const store = await openStore(args.store);
-        const result = await restore({
-          store,
-          dataDir: args['data-dir'],
-          force: args.force,
-          snapshot: args.snapshot,
-          etcdBinDir: args['etcd-bin-dir'],
-          member: {
-            name: args.name,
-            initialCluster: args['initial-cluster'] ?? `${args.name}=${args['initial-advertise-peer-urls']}`,
-            initialClusterToken: args['initial-cluster-token'],
-            initialAdvertisePeerUrls: args['initial-advertise-peer-urls'],
-          },
-          logger,
-          signal,
-        });
-        process.stdout.write(
-          output === 'json'
-            ? `${JSON.stringify(result)}\n`
-            : `restored ${result.dataDir} from ${result.snapshot} (revision ${result.revision})\n`,
-        );
+        const settings = restoreSettings(args);
+        if (args['dry-run']) {
+          const plan = await planRestore(await openStore(args.store), settings);
+          process.stdout.write(output === 'json' ? `${JSON.stringify(describePlan(plan))}\n` : formatPlan(plan));
+          return;
+        }
+        const result = await restore({ ...settings, store: args.store, logger, signal });
+        process.stdout.write(output === 'json' ? `${JSON.stringify(result)}\n` : formatSummary(result));
       }),
   )
   .parseAsync()

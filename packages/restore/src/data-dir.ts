@@ -1,6 +1,6 @@
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
-import { UsageError } from '@etcd-steward/core';
+import { killRecordedChildren, UsageError } from '@etcd-steward/core';
 
 /**
  * The target data dir and its scratch siblings. Work happens in `<data-dir>.restoring` beside the target,
@@ -26,7 +26,9 @@ export class DataDirTarget {
       throw err;
     });
     if (entries.length > 0 && !force) {
-      throw new UsageError(`--data-dir ${this.path} is not empty: pass --force to replace it, or choose another directory`);
+      throw new UsageError(
+        `--data-dir ${this.path} is not empty: pass --force to replace it, or choose another directory`,
+      );
     }
     try {
       await mkdir(dirname(this.path), { recursive: true });
@@ -35,8 +37,9 @@ export class DataDirTarget {
     }
   }
 
-  /** A clean scratch dir (what a crashed earlier run left is removed). */
+  /** A clean scratch dir: what a crashed earlier run left (files, and etcd processes still running there) is removed. */
   async prepare(): Promise<string> {
+    await killRecordedChildren(this.workDir);
     await rm(this.workDir, { recursive: true, force: true });
     await mkdir(this.workDir, { recursive: true, mode: 0o700 });
     return this.workDir;

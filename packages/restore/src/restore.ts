@@ -1,45 +1,68 @@
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
-  type CatalogEntry,
-  IntegrityError,
+  type ChainReplayResult,
+  dbFileRevision,
+  type EtcdBinaries,
+  findEtcdBinaries,
+  inspectDataDir,
   type Logger,
   type MemberConfig,
   OperationError,
-  type SnapStore,
-  dbFileRevision,
-  fetchFullSnapshot,
-  findEtcdBinaries,
-  listSnapshots,
+  openStore,
   runSnapshotRestore,
+  type SnapshotChain,
   silentLogger,
+  type TxnLimits,
+  UnusableFullSnapshotError,
 } from '@etcd-steward/core';
 import { DataDirTarget } from './data-dir.js';
+import { replayInChild } from './isolated-replay.js';
+import type { ReplayMethod } from './replay-method.js';
+import { planRestore, type RestorePlan, type RestoreRequest } from './restore-plan.js';
 
-export interface RestoreOptions {
-  store: SnapStore;
+export interface RestoreOptions extends RestoreRequest {
+  /** The store's URL (`--store`): the replay process opens its own connection to it. */
+  store: string;
   dataDir: string;
   member: MemberConfig;
   force?: boolean;
-  /** Restore this full snapshot (object name) instead of the newest. */
-  snapshot?: string;
+  /** Only the time target's exact form (RFC 3339, nanoseconds) decides which revisions go in. */
+  toTimeNanos?: bigint;
+  /** On a damaged or missing delta, restore up to the last good revision and report what was lost. */
+  allowPartial?: boolean;
+  maxFetchers?: number;
+  limits?: TxnLimits;
+  leaseTtl?: number;
+  replay?: ReplayMethod;
   etcdBinDir?: string;
   logger?: Logger;
   signal?: AbortSignal;
 }
 
 export interface RestoreResult {
-  snapshot: string;
-  revision: number;
   dataDir: string;
-  /** Newer snapshots that were skipped because they failed verification. */
+  revision: number;
+  keys: number;
+  /** The full snapshot the result starts from, and the deltas applied after it. */
+  snapshot: string;
+  deltas: string[];
+  /** Newer full snapshots that failed verification, each with the reason. */
   skipped: Array<{ name: string; reason: string }>;
+  /** With --allow-partial: what could not be restored, and why. */
+  lost?: { fromRevision: number; toRevision: number; delta?: string; reason: string };
+  replay: ReplayMethod;
   durationMs: number;
+  /** Peak resident memory of this process, and of the replay (a child process); etcd's own is not included. */
+  peakRssBytes: number;
+  replayPeakRssBytes: number;
 }
 
 /**
- * Rebuilds a data dir from the newest full snapshot that verifies (falling back to older ones when the
- * newest is damaged), with etcd's own restore tool, in a scratch dir that replaces the target only when
- * everything checked out.
+ * Rebuilds a data dir from a store: the newest usable chain (full snapshot plus deltas), replayed up to the
+ * target, verified, then laid out for the requested member by etcd's own restore tool. All work happens in
+ * a scratch dir beside the target, which is replaced only once the result proved itself: its revision and
+ * key count are what the chain says, and etcd started and stopped cleanly on it.
  */
 export async function restore(options: RestoreOptions): Promise<RestoreResult> {
   const logger = options.logger ?? silentLogger;
@@ -47,48 +70,133 @@ export async function restore(options: RestoreOptions): Promise<RestoreResult> {
   const target = new DataDirTarget(options.dataDir);
   await target.check(options.force ?? false);
   const binaries = await findEtcdBinaries(options.etcdBinDir);
-  const candidates = await fullSnapshotCandidates(options.store, options.snapshot);
+  const store = await openStore(options.store);
+  const plan = await planRestore(store, options).finally(() => store.close?.());
   const workDir = await target.prepare();
   const skipped: RestoreResult['skipped'] = [];
+  const method = options.replay ?? 'direct';
   try {
-    for (const entry of candidates) {
-      const snapshotFile = join(workDir, 'snapshot.db');
-      logger.info('fetching full snapshot', { name: entry.name, revision: entry.lastRevision, bytes: entry.size });
+    for (const chain of plan.chains) {
+      const lost = chain.gap
+        ? { fromRevision: chain.gap.from, toRevision: chain.gap.to, reason: 'no delta holds them' }
+        : undefined;
+      if (lost && !options.allowPartial) {
+        throw new OperationError(
+          `revisions ${lost.fromRevision}..${lost.toRevision} are in no delta in ${plan.store} (a delta is missing); nothing was restored. Pass --allow-partial to restore up to revision ${chain.lastRevision}`,
+        );
+      }
+      logger.info('restoring', {
+        full: chain.full.name,
+        deltas: chain.deltas.length,
+        toRevision: chain.lastRevision,
+        replay: method,
+      });
+      let replayed: ChainReplayResult & { peakRssBytes: number };
+      await rm(join(workDir, 'replay'), { recursive: true, force: true }); // what a failed attempt left
       try {
-        await fetchFullSnapshot(options.store, entry, snapshotFile, { logger, signal: options.signal });
+        replayed = await replayInChild(
+          {
+            storeUrl: options.store,
+            chain,
+            toRevision: options.toRevision,
+            toTimeNanos: options.toTimeNanos,
+            workDir: join(workDir, 'replay'),
+            engineDir: workDir,
+            method,
+            binaries,
+            limits: options.limits,
+            leaseTtl: options.leaseTtl,
+            maxFetchers: options.maxFetchers ?? 4,
+            allowPartial: options.allowPartial,
+          },
+          logger,
+          options.signal,
+        );
       } catch (err) {
-        if (!(err instanceof IntegrityError) || options.snapshot) throw err;
-        logger.warn('full snapshot failed verification; trying the previous one', { name: entry.name, reason: err.message });
-        skipped.push({ name: entry.name, reason: err.message });
+        if (!(err instanceof UnusableFullSnapshotError) || options.snapshot) throw err;
+        logger.warn('full snapshot failed verification; trying the previous one', {
+          name: chain.full.name,
+          reason: err.message,
+        });
+        skipped.push({ name: chain.full.name, reason: err.message });
         continue;
       }
-      const dataDir = join(workDir, 'data');
-      await runSnapshotRestore(binaries, snapshotFile, dataDir, options.member);
-      const revision = await dbFileRevision(join(dataDir, 'member', 'snap', 'db'));
-      if (revision !== entry.lastRevision) {
-        throw new OperationError(`the restored db is at revision ${revision}, expected ${entry.lastRevision}`);
-      }
-      await target.swapIn(dataDir);
-      logger.info('restored', { dataDir: target.path, revision });
-      return { snapshot: entry.name, revision, dataDir: target.path, skipped, durationMs: Date.now() - started };
+      options.signal?.throwIfAborted();
+      const result = await finish(options, plan, chain, replayed, {
+        binaries,
+        target,
+        workDir,
+        logger,
+        signal: options.signal,
+      });
+      const lostNow = replayed.stoppedBy
+        ? {
+            fromRevision: replayed.snapshot.revision + 1,
+            toRevision: plan.target.revision ?? plan.newestRevision,
+            delta: replayed.stoppedBy.delta,
+            reason: replayed.stoppedBy.reason,
+          }
+        : lost;
+      if (lostNow) logger.warn('partial restore: revisions lost', lostNow);
+      return {
+        ...result,
+        snapshot: chain.full.name,
+        deltas: chain.deltas.slice(0, replayed.deltas).map((d) => d.name),
+        skipped,
+        ...(lostNow ? { lost: lostNow } : {}),
+        replay: method,
+        durationMs: Date.now() - started,
+        peakRssBytes: process.resourceUsage().maxRSS * 1024,
+        replayPeakRssBytes: replayed.peakRssBytes,
+      };
     }
     throw new OperationError(
-      `no full snapshot in ${options.store.location} passed verification (${skipped.map((s) => s.name).join(', ')}); nothing was restored`,
+      `no full snapshot in ${plan.store} passed verification (${skipped.map((s) => s.name).join(', ')}); nothing was restored`,
     );
   } finally {
     await target.cleanup();
   }
 }
 
-async function fullSnapshotCandidates(store: SnapStore, chosen?: string): Promise<CatalogEntry[]> {
-  const fulls = (await listSnapshots(store)).filter((e) => e.kind === 'Full').reverse();
-  if (chosen) {
-    const entry = fulls.find((e) => e.name === chosen || e.name.endsWith(`/${chosen}`));
-    if (!entry) throw new OperationError(`--snapshot ${chosen}: no such full snapshot in ${store.location}`);
-    return [entry];
+/**
+ * Makes the member's data dir from the replayed snapshot with etcd's own restore tool, proves it (etcd starts
+ * on a copy and reports the expected revision and key count, then stops cleanly) and swaps it in.
+ */
+async function finish(
+  options: RestoreOptions,
+  plan: RestorePlan,
+  chain: SnapshotChain,
+  replayed: ChainReplayResult,
+  ctx: { binaries: EtcdBinaries; target: DataDirTarget; workDir: string; logger: Logger; signal?: AbortSignal },
+): Promise<{ dataDir: string; revision: number; keys: number }> {
+  const revision = replayed.snapshot.revision;
+  const partial = replayed.stoppedBy !== undefined || chain.gap !== undefined;
+  if (options.toRevision !== undefined && revision !== options.toRevision && !partial) {
+    throw new OperationError(
+      `the chain from ${chain.full.name} reached revision ${revision}, not ${options.toRevision}`,
+    );
   }
-  if (fulls.length === 0) {
-    throw new OperationError(`no full snapshot in ${store.location}: check --store, or take one with etcd-snapshot save`);
+  const dataDir = join(ctx.workDir, 'data');
+  ctx.logger.info('laying out the member data dir', { member: options.member.name, revision });
+  await runSnapshotRestore(ctx.binaries, replayed.snapshotFile, dataDir, options.member);
+  await rm(replayed.snapshotFile, { force: true });
+  const onDisk = await dbFileRevision(join(dataDir, 'member', 'snap', 'db'));
+  ctx.signal?.throwIfAborted();
+  ctx.logger.info('verifying the result', { revision });
+  const inspection = await inspectDataDir({
+    binaries: ctx.binaries,
+    dataDir,
+    workDir: ctx.workDir,
+    atRevision: replayed.baseRevision,
+  });
+  const expectedKeys = (inspection.keysAt ?? 0) + replayed.created - replayed.deleted;
+  if (onDisk !== revision || inspection.revision !== revision || inspection.keys !== expectedKeys) {
+    throw new OperationError(
+      `the restored data failed verification: etcd reports revision ${inspection.revision} with ${inspection.keys} keys (db file: revision ${onDisk}), expected revision ${revision} with ${expectedKeys}; the target was left as it was`,
+    );
   }
-  return fulls;
+  ctx.signal?.throwIfAborted();
+  await ctx.target.swapIn(dataDir);
+  ctx.logger.info('restored', { dataDir: ctx.target.path, revision, keys: inspection.keys, store: plan.store });
+  return { dataDir: ctx.target.path, revision, keys: inspection.keys };
 }

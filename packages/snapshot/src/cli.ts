@@ -1,6 +1,6 @@
 import {
-  type CompressionPolicy,
   COMPRESSION_POLICIES,
+  type CompressionPolicy,
   etcdConnection,
   etcdOptions,
   listSnapshots,
@@ -12,6 +12,8 @@ import {
   takeFullSnapshot,
   tempDirOption,
 } from '@etcd-steward/core';
+import { runSidecar } from './sidecar.js';
+import { type SidecarArgs, sidecarConfig, sidecarOptions } from './sidecar-config.js';
 import { formatSnapshotTable } from './snapshot-table.js';
 
 await programArgs('etcd-snapshot')
@@ -65,6 +67,24 @@ await programArgs('etcd-snapshot')
         process.stdout.write(output === 'json' ? `${JSON.stringify(entries)}\n` : formatSnapshotTable(entries));
       }),
   )
-  .demandCommand(1, 'name a command: save or list')
+  .command(
+    'run',
+    'Run as the sidecar next to an etcd member: scheduled full snapshots, delta snapshots, HTTP API, metrics',
+    (y) =>
+      sidecarOptions(y).example(
+        '$0 run --endpoints http://127.0.0.1:2379 --store s3://backups/etcd-main --spool-dir /var/lib/etcd-snapshot/spool',
+        '',
+      ),
+    (args) => {
+      let config: ReturnType<typeof sidecarConfig>;
+      try {
+        config = sidecarConfig(args as unknown as SidecarArgs);
+      } catch (err) {
+        reportUsage(err);
+      }
+      return runProgram(args.output, ({ logger, signal }) => runSidecar(config, { logger, signal }));
+    },
+  )
+  .demandCommand(1, 'name a command: save, list or run')
   .parseAsync()
   .catch(reportUsage);

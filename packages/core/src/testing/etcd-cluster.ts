@@ -25,6 +25,8 @@ export async function startCluster(options: { members?: 1 | 3; binDir?: string }
     specs.push({ name: `m${i}`, clientPort: await freePort(), peerPort: await freePort() });
   }
   const initialCluster = specs.map((s) => `${s.name}=http://127.0.0.1:${s.peerPort}`).join(',');
+  // One token for all members: members started with different tokens form different clusters.
+  const clusterToken = `test-${Date.now()}-${process.pid}`;
   const members: EtcdProcess[] = [];
   const clients: Etcd3[] = [];
   const stop = async () => {
@@ -41,7 +43,7 @@ export async function startCluster(options: { members?: 1 | 3; binDir?: string }
           dataDir: join(dir, spec.name),
           logFile: join(dir, `${spec.name}.log`),
           initialCluster,
-          clusterToken: `test-${Date.now()}`,
+          clusterToken,
           throwaway: true,
         }),
       );

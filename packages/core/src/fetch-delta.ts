@@ -1,0 +1,123 @@
+import { createHash, type Hash } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { pipeline as pipelineCallback, Transform, type TransformCallback } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { decompressor } from './compression.js';
+import { DELTA_TRAILER, DeltaDecoder, type DeltaEvent } from './delta-format.js';
+import { IntegrityError } from './errors.js';
+import type { CatalogEntry } from './snapshot-catalog.js';
+import type { SnapStore } from './store/snapstore.js';
+import { METADATA_SHA256 } from './take-full-snapshot.js';
+
+/** What a fetched delta turned out to be. */
+export interface DeltaFacts {
+  /** Bytes as stored (compressed). */
+  storedSize: number;
+  /** Bytes of the decompressed delta (JSON and trailer), as written to the file. */
+  size: number;
+}
+
+/**
+ * Downloads a delta into `file`, decompressed, and verifies it on the way: the stored bytes against our
+ * recorded sha256 (when the object has one) and the JSON against the delta's own sha256 trailer. So a
+ * damaged or truncated delta is found before any of its events is applied, without parsing it twice; what
+ * only parsing can tell (revisions in order, within the name's range) is checked as the events are read.
+ */
+export async function fetchDelta(
+  store: SnapStore,
+  entry: CatalogEntry,
+  file: string,
+  options: { signal?: AbortSignal } = {},
+): Promise<DeltaFacts> {
+  const label = `${store.location}/${entry.name}`;
+  const stored = createHash('sha256');
+  let storedSize = 0;
+  const check = new DeltaTrailerCheck(label);
+  await pipeline(
+    await store.get(entry.name),
+    new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        stored.update(chunk);
+        storedSize += chunk.length;
+        done(null, chunk);
+      },
+    }),
+    decompressor(entry.compression),
+    check,
+    createWriteStream(file),
+    { signal: options.signal },
+  ).catch((err) => {
+    throw isDecompressionError(err)
+      ? new IntegrityError(`${label} is damaged: it does not decompress (${(err as Error).message})`, { cause: err })
+      : err;
+  });
+  const expected = entry.metadata[METADATA_SHA256];
+  if (expected && expected !== stored.digest('hex')) {
+    throw new IntegrityError(`${label} is damaged: its bytes do not match the sha256 recorded when it was stored`);
+  }
+  return { storedSize, size: check.size };
+}
+
+/** Passes a decompressed delta through and fails at its end unless the last 32 bytes are the sha256 of the rest. */
+class DeltaTrailerCheck extends Transform {
+  private readonly hash: Hash = createHash('sha256');
+  private tail = Buffer.alloc(0);
+  size = 0;
+
+  constructor(private readonly label: string) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    this.size += chunk.length;
+    const joined = this.tail.length > 0 ? Buffer.concat([this.tail, chunk]) : chunk;
+    const cut = Math.max(0, joined.length - DELTA_TRAILER);
+    this.hash.update(joined.subarray(0, cut));
+    this.tail = Buffer.from(joined.subarray(cut));
+    done(null, chunk);
+  }
+
+  override _flush(done: TransformCallback): void {
+    if (this.size <= DELTA_TRAILER) return done(new IntegrityError(`${this.label} is truncated: it holds no events`));
+    if (!this.hash.digest().equals(this.tail)) {
+      return done(
+        new IntegrityError(`${this.label} is truncated or damaged: its content does not match its sha256 trailer`),
+      );
+    }
+    done();
+  }
+}
+
+/**
+ * The events of a decompressed delta file, in order, checked against its name as they are read: revisions
+ * never go back nor skip one, and span exactly the name's range. Any breach is an IntegrityError.
+ */
+export async function* readDeltaEvents(file: string, entry: CatalogEntry, label: string): AsyncGenerator<DeltaEvent> {
+  const decoder = new DeltaDecoder(label);
+  // Errors reach the reader through the decoder; a reader that stops early closes the file too.
+  pipelineCallback(createReadStream(file, { highWaterMark: 256 * 1024 }), decoder, () => {});
+  let last = 0;
+  for await (const e of decoder as AsyncIterable<DeltaEvent>) {
+    if (last === 0 && e.modRevision < entry.startRevision) {
+      throw new IntegrityError(
+        `${label} starts at revision ${e.modRevision}, before ${entry.startRevision} as its name says`,
+      );
+    }
+    if (last !== 0 && e.modRevision !== last && e.modRevision !== last + 1) {
+      throw new IntegrityError(
+        `${label}: its revisions ${e.modRevision < last ? 'go back' : 'skip'} from ${last} to ${e.modRevision}`,
+      );
+    }
+    last = e.modRevision;
+    yield e;
+  }
+  if (last !== entry.lastRevision) {
+    throw new IntegrityError(`${label} ends at revision ${last}, but its name says ${entry.lastRevision}`);
+  }
+}
+
+/** zlib's (gzip, zlib, zstd) errors for content that is not what its suffix says, or ends too soon. */
+export function isDecompressionError(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException)?.code;
+  return typeof code === 'string' && (code.startsWith('Z_') || code.startsWith('ZSTD_'));
+}

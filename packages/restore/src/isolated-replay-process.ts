@@ -1,0 +1,54 @@
+import { type ChainReplayResult, errorMessage, type Logger, openStore, replayChain } from '@etcd-steward/core';
+import type { ChildMessage, IsolatedReplayRequest } from './isolated-replay.js';
+import { createReplayEngine } from './replay-method.js';
+
+// The child side of isolated-replay.ts: one chain replayed, its outcome sent back.
+const send = (m: ChildMessage) => process.send!(m);
+const logger: Logger = {
+  json: true,
+  info: (msg, fields = {}) => send({ type: 'log', level: 'info', msg, fields }),
+  warn: (msg, fields = {}) => send({ type: 'log', level: 'warn', msg, fields }),
+  error: (msg, fields = {}) => send({ type: 'log', level: 'warn', msg, fields }),
+  progress: (msg, fields) => send({ type: 'log', level: 'progress', msg, fields }),
+};
+const controller = new AbortController();
+let finished = false;
+// Without its parent nobody waits for the result: stop (the exit handlers stop a private etcd too).
+process.on('disconnect', () => {
+  if (!finished) process.exit(1);
+});
+process.on('message', (m: { type: string; request?: IsolatedReplayRequest }) => {
+  if (m.type === 'abort') controller.abort(new Error('stopped'));
+  if (m.type === 'start' && m.request) void run(m.request);
+});
+
+async function run(request: IsolatedReplayRequest): Promise<void> {
+  let outcome: ChildMessage;
+  try {
+    const store = await openStore(request.storeUrl);
+    const result: ChainReplayResult = await replayChain({
+      store,
+      chain: request.chain,
+      toRevision: request.toRevision,
+      toTimeNanos: request.toTimeNanos,
+      workDir: request.workDir,
+      engine: createReplayEngine(request.method, {
+        binaries: request.binaries,
+        workDir: request.engineDir,
+        limits: request.limits,
+        leaseTtl: request.leaseTtl,
+        logger,
+      }),
+      maxFetchers: request.maxFetchers,
+      allowPartial: request.allowPartial,
+      logger,
+      signal: controller.signal,
+    });
+    await store.close?.();
+    outcome = { type: 'done', result, peakRssBytes: process.resourceUsage().maxRSS * 1024 };
+  } catch (err) {
+    outcome = { type: 'failed', name: (err as Error)?.name ?? 'Error', message: errorMessage(err) };
+  }
+  finished = true;
+  process.send!(outcome, () => process.disconnect());
+}

@@ -1,0 +1,100 @@
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import {
+  type ChainReplayResult,
+  type EtcdBinaries,
+  IntegrityError,
+  type Logger,
+  OperationError,
+  recordChildPid,
+  type SnapshotChain,
+  type TxnLimits,
+  UnusableFullSnapshotError,
+  UsageError,
+} from '@etcd-steward/core';
+import type { ReplayMethod } from './replay-method.js';
+
+/** Everything the replay needs, as plain data: it crosses into the replay process. */
+export interface IsolatedReplayRequest {
+  storeUrl: string;
+  chain: SnapshotChain;
+  toRevision?: number;
+  toTimeNanos?: bigint;
+  /** Scratch for the chain's files, and for the engine (its private etcd, if any). */
+  workDir: string;
+  engineDir: string;
+  method: ReplayMethod;
+  binaries: EtcdBinaries;
+  limits?: TxnLimits;
+  leaseTtl?: number;
+  maxFetchers: number;
+  allowPartial?: boolean;
+}
+
+export type ChildMessage =
+  | { type: 'log'; level: 'info' | 'warn' | 'progress'; msg: string; fields: Record<string, unknown> }
+  | { type: 'done'; result: ChainReplayResult; peakRssBytes: number }
+  | { type: 'failed'; name: string; message: string };
+
+/**
+ * V8 flags for the replay process: the young generation small, so that a stream of short-lived events does
+ * not grow it (V8 otherwise sizes it to the allocation rate, ~64 MB), and the whole heap capped well above
+ * what one revision needs (a txn is at most --max-request-bytes, 10 MiB by default).
+ */
+const HEAP_FLAGS = ['--max-semi-space-size=4', '--max-old-space-size=384'];
+
+/**
+ * Runs replayChain in a child process: its memory is bounded by HEAP_FLAGS, and all of it goes back to the
+ * system when it ends — before etcd is started on the result, so the two never add up. (A worker thread
+ * would leave its malloc arena behind in this process.) Its pid is recorded in the scratch dir, so that a
+ * run after a crash stops it like any other leftover.
+ */
+export function replayInChild(
+  request: IsolatedReplayRequest,
+  logger: Logger,
+  signal?: AbortSignal,
+): Promise<ChainReplayResult & { peakRssBytes: number }> {
+  return new Promise((resolve, reject) => {
+    const entry = fileURLToPath(new URL('./isolated-replay-process.js', import.meta.url));
+    // The scratch dir on its command line lets killRecordedChildren recognise it.
+    const child = fork(entry, [request.engineDir], {
+      execArgv: HEAP_FLAGS,
+      serialization: 'advanced',
+      stdio: 'inherit',
+    });
+    void recordChildPid(request.engineDir, 'replay', child.pid);
+    let settled = false;
+    const settle = (fn: () => void) => {
+      if (settled) return;
+      settled = true;
+      signal?.removeEventListener('abort', onAbort);
+      fn();
+    };
+    const onAbort = () => child.connected && child.send({ type: 'abort' });
+    signal?.addEventListener('abort', onAbort, { once: true });
+    child.on('message', (m: ChildMessage) => {
+      if (m.type === 'log') logger[m.level](m.msg, m.fields);
+      else if (m.type === 'done') settle(() => resolve({ ...m.result, peakRssBytes: m.peakRssBytes }));
+      else settle(() => reject(revive(m.name, m.message)));
+    });
+    child.on('error', (err) => settle(() => reject(err)));
+    child.on('exit', (code, sig) =>
+      settle(() => reject(new OperationError(`the replay process ended unexpectedly (${sig ?? `exit ${code}`})`))),
+    );
+    child.send({ type: 'start', request });
+  });
+}
+
+/** The child's error as the class callers tell apart (fallback on an unusable full snapshot, exit codes). */
+function revive(name: string, message: string): Error {
+  switch (name) {
+    case 'UnusableFullSnapshotError':
+      return new UnusableFullSnapshotError(message);
+    case 'IntegrityError':
+      return new IntegrityError(message);
+    case 'UsageError':
+      return new UsageError(message);
+    default:
+      return new OperationError(message);
+  }
+}

@@ -1,0 +1,130 @@
+import {
+  type CatalogEntry,
+  type ChainTarget,
+  listSnapshots,
+  OperationError,
+  planChains,
+  type SnapStore,
+  type SnapshotChain,
+  UsageError,
+} from '@etcd-steward/core';
+
+/** What the user asked to restore. */
+export interface RestoreRequest {
+  /** Start from this full snapshot (object name, with or without `v2/`) instead of the newest usable one. */
+  snapshot?: string;
+  toRevision?: number;
+  toTime?: Date;
+}
+
+/** The chains to try, best first, and what the store holds overall. */
+export interface RestorePlan {
+  store: string;
+  chains: SnapshotChain[];
+  /** The newest revision any snapshot in the store names. */
+  newestRevision: number;
+  target: ChainTarget;
+}
+
+/**
+ * Lists the store and plans the restore. Requests that cannot be met are usage errors, said before anything
+ * is downloaded: a target beyond the newest revision, or before the oldest full snapshot.
+ */
+export async function planRestore(store: SnapStore, request: RestoreRequest): Promise<RestorePlan> {
+  const entries = await listSnapshots(store);
+  const fulls = entries.filter((e) => e.kind === 'Full');
+  if (fulls.length === 0) {
+    throw new OperationError(
+      `no full snapshot in ${store.location}: check --store, or take one with etcd-snapshot save`,
+    );
+  }
+  const newestRevision = entries.reduce((max, e) => Math.max(max, e.lastRevision), 0);
+  const target: ChainTarget = { revision: request.toRevision, time: request.toTime };
+  if (request.toRevision !== undefined && request.toRevision > newestRevision) {
+    throw new UsageError(
+      `--to-revision ${request.toRevision} is past the newest revision in ${store.location} (${newestRevision})`,
+    );
+  }
+  let chains = planChains(entries, target);
+  if (request.snapshot) {
+    const wanted = request.snapshot.replace(/^v2\//, '');
+    const named = fulls.find((e) => e.name === request.snapshot || e.name.endsWith(`/${wanted}`));
+    if (!named) throw new UsageError(`--snapshot ${request.snapshot}: no such full snapshot in ${store.location}`);
+    chains = chains.filter((c) => c.full.name === named.name);
+    if (chains.length === 0) {
+      throw new UsageError(`--snapshot ${request.snapshot} is newer than the requested point in time`);
+    }
+  }
+  if (chains.length === 0) {
+    const oldest = fulls.reduce((a, b) => (a.lastRevision <= b.lastRevision ? a : b));
+    const what =
+      request.toRevision !== undefined
+        ? `--to-revision ${request.toRevision}`
+        : `--to-time ${request.toTime?.toISOString()}`;
+    throw new UsageError(
+      `${what} is before the oldest full snapshot in ${store.location} (${oldest.name}, revision ${oldest.lastRevision}): nothing can restore it`,
+    );
+  }
+  return { store: store.location, chains, newestRevision, target };
+}
+
+/** The plan as `--dry-run` prints it: each object with its revisions and size, the first chain first. */
+export function describePlan(plan: RestorePlan): object {
+  const describe = (e: CatalogEntry) => ({
+    name: e.name,
+    kind: e.kind,
+    revisions: `${e.startRevision}..${e.lastRevision}`,
+    bytes: e.size,
+  });
+  return {
+    store: plan.store,
+    target: {
+      revision: plan.target.revision ?? (plan.target.time ? undefined : plan.chains[0].lastRevision),
+      time: plan.target.time?.toISOString(),
+    },
+    newestRevision: plan.newestRevision,
+    chains: plan.chains.map((c, i) => ({
+      use: i === 0 ? 'first' : 'if the newer full snapshots fail verification',
+      reaches: c.lastRevision,
+      bytes: [c.full, ...c.deltas].reduce((sum, e) => sum + e.size, 0),
+      objects: [c.full, ...c.deltas].map(describe),
+      ...(c.gap ? { missing: `revisions ${c.gap.from}..${c.gap.to} are in no delta` } : {}),
+    })),
+  };
+}
+
+export function formatPlan(plan: RestorePlan): string {
+  const lines: string[] = [];
+  const target = plan.target.revision
+    ? `revision ${plan.target.revision}`
+    : plan.target.time
+      ? `the state at ${plan.target.time.toISOString()}`
+      : `the newest revision (${plan.newestRevision})`;
+  lines.push(`plan: restore ${target} from ${plan.store}`);
+  plan.chains.forEach((chain, i) => {
+    const bytes = [chain.full, ...chain.deltas].reduce((sum, e) => sum + e.size, 0);
+    lines.push('');
+    lines.push(
+      `${i === 0 ? 'chain' : `fallback ${i}`}: reaches revision ${chain.lastRevision}, ${chain.deltas.length} delta(s), ${formatBytes(bytes)}`,
+    );
+    for (const e of [chain.full, ...chain.deltas]) {
+      lines.push(
+        `  ${e.kind.padEnd(4)}  ${`${e.startRevision}..${e.lastRevision}`.padEnd(23)}  ${formatBytes(e.size).padStart(10)}  ${e.name}`,
+      );
+    }
+    if (chain.gap) lines.push(`  missing: revisions ${chain.gap.from}..${chain.gap.to} are in no delta`);
+  });
+  return `${lines.join('\n')}\n`;
+}
+
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let value = n / 1024;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return `${value.toFixed(1)} ${units[unit]}`;
+}

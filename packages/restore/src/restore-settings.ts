@@ -1,0 +1,81 @@
+import { clusterMembers, DEFAULT_REPLAYED_LEASE_TTL, parseRfc3339Nanos, UsageError } from '@etcd-steward/core';
+import type { ReplayMethod } from './replay-method.js';
+import type { RestoreOptions } from './restore.js';
+
+/** The command line as yargs parsed it (only what restore reads). */
+export interface RestoreArgs {
+  'data-dir': string;
+  force: boolean;
+  snapshot?: string;
+  'to-revision'?: number;
+  'to-time'?: string;
+  'allow-partial': boolean;
+  'max-fetchers': number;
+  replay: ReplayMethod;
+  'max-txn-ops': number;
+  'max-request-bytes': number;
+  'lease-ttl'?: number;
+  name: string;
+  'initial-cluster'?: string;
+  'initial-cluster-token': string;
+  'initial-advertise-peer-urls': string;
+  'etcd-bin-dir'?: string;
+}
+
+/** Checks the flags together and turns them into restore options; every misuse is a UsageError (exit 2) before any work. */
+export function restoreSettings(args: RestoreArgs): Omit<RestoreOptions, 'store' | 'logger' | 'signal'> {
+  if (!args['data-dir'].trim()) throw new UsageError('--data-dir is empty: name the data dir to restore into');
+  const toRevision = args['to-revision'];
+  if (toRevision !== undefined && (!Number.isSafeInteger(toRevision) || toRevision < 1)) {
+    throw new UsageError(`--to-revision ${toRevision} is not a revision: give a whole number ≥ 1`);
+  }
+  let toTime: Date | undefined;
+  let toTimeNanos: bigint | undefined;
+  if (args['to-time'] !== undefined) {
+    if (toRevision !== undefined)
+      throw new UsageError('--to-revision and --to-time both choose the point to restore: give one');
+    toTimeNanos = parseRfc3339Nanos(args['to-time']);
+    if (toTimeNanos === undefined) {
+      throw new UsageError(`--to-time "${args['to-time']}" is not an RFC 3339 time; write e.g. 2026-11-21T22:15:00Z`);
+    }
+    toTime = new Date(Number(toTimeNanos / 1_000_000n));
+  }
+  const count = (flag: string, value: number, min: number, max: number) => {
+    if (!Number.isSafeInteger(value) || value < min || value > max) {
+      throw new UsageError(`--${flag} ${value} must be a whole number from ${min} to ${max}`);
+    }
+    return value;
+  };
+  const name = args.name;
+  const initialCluster = args['initial-cluster'] ?? `${name}=${args['initial-advertise-peer-urls']}`;
+  const members = clusterMembers(initialCluster);
+  if (members.length === 0 || members.some((m) => !m.name || !/^https?:\/\//.test(m.url))) {
+    throw new UsageError(`--initial-cluster "${initialCluster}" must be name=http(s)://host:port,... as etcd takes it`);
+  }
+  if (!members.some((m) => m.name === name)) {
+    throw new UsageError(`--initial-cluster does not name this member (--name ${name}): add ${name}=<its peer URL>`);
+  }
+  return {
+    dataDir: args['data-dir'],
+    force: args.force,
+    snapshot: args.snapshot,
+    toRevision,
+    toTime,
+    toTimeNanos,
+    allowPartial: args['allow-partial'],
+    maxFetchers: count('max-fetchers', args['max-fetchers'], 1, 64),
+    replay: args.replay,
+    limits: {
+      maxTxnOps: count('max-txn-ops', args['max-txn-ops'], 1, 1 << 30),
+      maxRequestBytes: count('max-request-bytes', args['max-request-bytes'], 1024, 2 ** 31 - 1),
+    },
+    leaseTtl: count('lease-ttl', args['lease-ttl'] ?? DEFAULT_REPLAYED_LEASE_TTL, 1, 9_000_000_000),
+    member: {
+      name,
+      initialCluster,
+      initialClusterToken: args['initial-cluster-token'],
+      initialAdvertisePeerUrls: args['initial-advertise-peer-urls'],
+    },
+    etcdBinDir: args['etcd-bin-dir'],
+  };
+}

@@ -1,0 +1,56 @@
+import type { IncomingMessage } from 'node:http';
+import type { Logger } from '@etcd-steward/core';
+import type { Registry } from 'prom-client';
+
+/** What a route handler answers; `body` objects go out as JSON, strings as plain text. */
+export interface RouteResponse {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+/** One HTTP endpoint a component serves. Query parameters not listed are refused. */
+export interface Route {
+  path: string;
+  methods: readonly string[];
+  query?: readonly string[];
+  handle(request: IncomingMessage, query: URLSearchParams): Promise<RouteResponse>;
+}
+
+/** What every component is given: where its metrics go and where it logs. */
+export interface ComponentContext {
+  registry: Registry;
+  logger: Logger;
+}
+
+/**
+ * A part of the sidecar that a flag switches on or off (the snapshotter, the HTTP server, later defrag and
+ * the other maintenance jobs). Each registers its own metrics on the shared registry when it is made, and
+ * offers its own routes; the sidecar starts them in order and stops them in reverse.
+ */
+export interface Component {
+  readonly name: string;
+  readonly routes?: readonly Route[];
+  start(): Promise<void>;
+  /** Ends the component's work, finishing what must not be left half-done. */
+  stop(): Promise<void>;
+  /** false when the component cannot do its job; /healthz reports the conjunction. */
+  healthy?(): boolean;
+}
+
+export async function startAll(components: readonly Component[], logger: Logger): Promise<void> {
+  for (const c of components) {
+    await c.start();
+    logger.info('component started', { component: c.name });
+  }
+}
+
+export async function stopAll(components: readonly Component[], logger: Logger): Promise<void> {
+  for (const c of [...components].reverse()) {
+    try {
+      await c.stop();
+    } catch (err) {
+      logger.error('component failed to stop cleanly', { component: c.name, reason: (err as Error).message });
+    }
+  }
+}

@@ -1,0 +1,147 @@
+import { once } from 'node:events';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { errorMessage, type Logger, OperationError } from '@etcd-steward/core';
+import type { Registry } from 'prom-client';
+import type { Component, ComponentContext, Route, RouteResponse } from './components.js';
+import { NotLeaderError } from './fenced-store.js';
+
+export interface HttpServerOptions {
+  host: string;
+  port: number;
+  /** PEM certificate and key: HTTPS when given. */
+  tls?: { cert: Buffer; key: Buffer };
+}
+
+/** Requests never carry anything we read; a large body is refused rather than drained. */
+const MAX_BODY_BYTES = 64 * 1024;
+
+/**
+ * The sidecar's HTTP API: /healthz, /metrics and the routes of the other components. Untrusted input is
+ * checked before anything runs: the path must name a route exactly, the method must be one it allows, and
+ * only its query parameters may appear.
+ */
+export class HttpServer implements Component {
+  readonly name = 'http-server';
+  private server?: http.Server;
+  private readonly table = new Map<string, Route>();
+  private readonly registry: Registry;
+  private readonly logger: Logger;
+
+  constructor(
+    private readonly options: HttpServerOptions,
+    routes: readonly Route[],
+    private readonly allHealthy: () => boolean,
+    context: ComponentContext,
+  ) {
+    this.registry = context.registry;
+    this.logger = context.logger;
+    const builtIn: Route[] = [
+      {
+        path: '/healthz',
+        methods: ['GET'],
+        handle: async () => {
+          const health = this.allHealthy();
+          return { status: health ? 200 : 503, body: { health } };
+        },
+      },
+      {
+        path: '/metrics',
+        methods: ['GET'],
+        handle: async () => ({
+          status: 200,
+          body: await this.registry.metrics(),
+          headers: { 'content-type': this.registry.contentType },
+        }),
+      },
+    ];
+    for (const route of [...builtIn, ...routes]) this.table.set(route.path, route);
+  }
+
+  /** The port actually bound (when --server-port 0 asked the OS for one). */
+  get port(): number {
+    return (this.server?.address() as AddressInfo | null)?.port ?? this.options.port;
+  }
+
+  async start(): Promise<void> {
+    const handler = (req: IncomingMessage, res: ServerResponse) => void this.serve(req, res);
+    const server = this.options.tls ? https.createServer(this.options.tls, handler) : http.createServer(handler);
+    server.headersTimeout = 10_000;
+    server.requestTimeout = 30_000;
+    this.server = server;
+    server.listen(this.options.port, this.options.host);
+    try {
+      await Promise.race([once(server, 'listening'), once(server, 'error').then(([err]) => Promise.reject(err))]);
+    } catch (err) {
+      throw new OperationError(
+        `cannot listen on ${this.options.host}:${this.options.port} (${(err as NodeJS.ErrnoException).code ?? errorMessage(err)}); choose another --server-port`,
+      );
+    }
+    this.logger.info('serving HTTP', {
+      address: `${this.options.tls ? 'https' : 'http'}://${this.options.host}:${this.port}`,
+    });
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    if (!server) return;
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let answer: RouteResponse;
+    try {
+      answer = await this.answer(req);
+    } catch (err) {
+      const notLeader = err instanceof NotLeaderError;
+      if (!notLeader) this.logger.warn('request failed', { path: req.url?.split('?')[0], reason: errorMessage(err) });
+      answer = { status: notLeader ? 503 : 500, body: { error: errorMessage(err) } };
+    }
+    if (res.destroyed) return;
+    const { body } = answer;
+    const headers: Record<string, string> = { ...answer.headers };
+    if (this.options.tls) {
+      headers['strict-transport-security'] = 'max-age=31536000';
+      headers['content-security-policy'] = "default-src 'self'";
+    }
+    let payload: string | Buffer = '';
+    if (Buffer.isBuffer(body) || typeof body === 'string') {
+      payload = body;
+      headers['content-type'] ??= 'text/plain; charset=utf-8';
+    } else if (body !== undefined) {
+      payload = JSON.stringify(body);
+      headers['content-type'] ??= 'application/json';
+    }
+    res.writeHead(answer.status, headers).end(payload);
+  }
+
+  private async answer(req: IncomingMessage): Promise<RouteResponse> {
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '', 'http://sidecar');
+    } catch {
+      return { status: 400, body: { error: 'the request target is not a valid path' } };
+    }
+    const route = this.table.get(url.pathname);
+    if (!route) return { status: 404, body: { error: `no such endpoint: ${url.pathname.slice(0, 200)}` } };
+    const method = req.method ?? '';
+    if (!route.methods.includes(method)) {
+      return {
+        status: 405,
+        body: { error: `${route.path} accepts ${route.methods.join(', ')}` },
+        headers: { allow: route.methods.join(', ') },
+      };
+    }
+    for (const name of url.searchParams.keys()) {
+      if (!route.query?.includes(name)) {
+        return { status: 400, body: { error: `${route.path} takes no query parameter "${name.slice(0, 100)}"` } };
+      }
+    }
+    if (Number(req.headers['content-length'] ?? 0) > MAX_BODY_BYTES || req.headers['transfer-encoding']) {
+      return { status: 413, body: { error: `${route.path} takes no request body` } };
+    }
+    return route.handle(req, url.searchParams);
+  }
+}

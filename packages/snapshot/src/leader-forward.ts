@@ -1,0 +1,82 @@
+import http, { type IncomingMessage } from 'node:http';
+import https from 'node:https';
+import { errorMessage } from '@etcd-steward/core';
+import type { RouteResponse } from './components.js';
+import type { Leadership } from './leadership.js';
+
+/** Marks a request one sidecar passed to another, so that it is never passed on twice. */
+const FORWARDED = 'x-etcd-steward-forwarded';
+const TIMEOUT_MS = 30 * 60_000;
+const MAX_BODY = 1 << 20;
+
+export interface LeaderForwardOptions {
+  /** Every sidecar listens on the same port (ebr's assumption too). */
+  serverPort: number;
+  tls: boolean;
+  /** CA to verify the leader's sidecar, when TLS is on. */
+  ca?: Buffer;
+}
+
+/**
+ * A follower passes snapshot requests on to the leader's sidecar, as ebr does: at the leader's etcd client
+ * host, on this server's port. When that fails, it answers 503 and says where the leader is.
+ */
+export class LeaderForward {
+  constructor(
+    private readonly leadership: Leadership,
+    private readonly options: LeaderForwardOptions,
+  ) {}
+
+  async forward(request: IncomingMessage, pathAndQuery: string): Promise<RouteResponse> {
+    const leader = await this.leaderUrl().catch(() => undefined);
+    const notLeader = (why: string): RouteResponse => ({
+      status: 503,
+      body: { error: `this sidecar does not take snapshots: ${why}`, ...(leader ? { leader } : {}) },
+    });
+    if (!leader) return notLeader('the etcd leader is not known right now; try again');
+    if (request.headers[FORWARDED]) return notLeader('it is not the leader either; ask the leader directly');
+    try {
+      return await this.send(new URL(pathAndQuery, leader), request.method ?? 'GET');
+    } catch (err) {
+      return notLeader(`forwarding to the leader failed (${errorMessage(err)})`);
+    }
+  }
+
+  /** The leader's sidecar, e.g. http://10.0.0.12:8080. */
+  private async leaderUrl(): Promise<string | undefined> {
+    const client = await this.leadership.leaderClientUrl();
+    if (!client) return undefined;
+    const { hostname } = new URL(client);
+    const host = hostname.includes(':') ? `[${hostname}]` : hostname;
+    return `${this.options.tls ? 'https' : 'http'}://${host}:${this.options.serverPort}`;
+  }
+
+  private send(url: URL, method: string): Promise<RouteResponse> {
+    const transport = url.protocol === 'https:' ? https : http;
+    return new Promise((resolve, reject) => {
+      const req = transport.request(url, {
+        method,
+        headers: { [FORWARDED]: '1' },
+        ca: this.options.ca,
+        timeout: TIMEOUT_MS,
+      });
+      req.on('timeout', () => req.destroy(new Error('no answer in time')));
+      req.on('error', reject);
+      req.on('response', (res) => {
+        const chunks: Buffer[] = [];
+        let bytes = 0;
+        res.on('data', (chunk: Buffer) => {
+          bytes += chunk.length;
+          if (bytes > MAX_BODY) return res.destroy(new Error('the answer is too large'));
+          chunks.push(chunk);
+        });
+        res.on('error', reject);
+        res.on('end', () => {
+          const type = String(res.headers['content-type'] ?? 'text/plain');
+          resolve({ status: res.statusCode ?? 502, body: Buffer.concat(chunks), headers: { 'content-type': type } });
+        });
+      });
+      req.end();
+    });
+  }
+}

@@ -1,0 +1,115 @@
+import {
+  type EtcdConnection,
+  type EtcdStatus,
+  errorMessage,
+  type Logger,
+  memberList,
+  memberStatus,
+} from '@etcd-steward/core';
+import { Gauge } from 'prom-client';
+import type { Component, ComponentContext } from './components.js';
+
+/** Whether this sidecar's etcd member leads the cluster; 'unknown' while etcd cannot be asked. */
+export type Role = 'leader' | 'follower' | 'unknown';
+
+export interface LeadershipOptions {
+  /** This sidecar's own member (one endpoint). */
+  connection: EtcdConnection;
+  /** How often to ask (ebr's --reelection-period). */
+  periodMs: number;
+  timeoutMs: number;
+}
+
+/**
+ * Only one sidecar in a cluster takes snapshots: the one next to etcd's raft leader, as in ebr. This asks the
+ * member (maintenance status) every period and tells listeners when the role changes. A sidecar that cannot
+ * tell is not the leader, so a sidecar cut off from etcd stops writing instead of racing the new leader.
+ */
+export class Leadership implements Component {
+  readonly name = 'leadership';
+  role: Role = 'unknown';
+  /** The member's last answer, when there was one. */
+  status?: EtcdStatus;
+  private readonly listeners = new Set<(role: Role) => void>();
+  private readonly logger: Logger;
+  private readonly gauge: Gauge;
+  private timer?: NodeJS.Timeout;
+  private stopped = false;
+  private asked = 0;
+  private answered = 0;
+
+  constructor(
+    private readonly options: LeadershipOptions,
+    context: ComponentContext,
+  ) {
+    this.logger = context.logger;
+    this.gauge = new Gauge({
+      name: 'etcd_snapshot_leader',
+      help: "1 while this sidecar's etcd member is the cluster's leader (and so this sidecar takes snapshots)",
+      registers: [context.registry],
+    });
+  }
+
+  async start(): Promise<void> {
+    await this.check();
+    const tick = async () => {
+      await this.check();
+      if (!this.stopped) this.timer = setTimeout(tick, this.options.periodMs);
+    };
+    this.timer = setTimeout(tick, this.options.periodMs);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+
+  healthy(): boolean {
+    return this.role !== 'unknown';
+  }
+
+  onChange(listener: (role: Role) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Asks etcd now: the fence every upload passes, so that a sidecar that lost the lead stops writing at once. */
+  async confirm(): Promise<boolean> {
+    await this.check();
+    return this.role === 'leader';
+  }
+
+  /** The leader's client URL, for forwarding requests to its sidecar. */
+  async leaderClientUrl(): Promise<string | undefined> {
+    const leader = this.status?.leader;
+    if (!leader || leader === '0') return undefined;
+    const members = await memberList(this.options.connection, { timeoutMs: this.options.timeoutMs });
+    return members.find((m) => m.id === leader)?.clientUrls[0];
+  }
+
+  async memberCount(): Promise<number> {
+    return (await memberList(this.options.connection, { timeoutMs: this.options.timeoutMs })).length;
+  }
+
+  private async check(): Promise<void> {
+    const asked = ++this.asked;
+    let role: Role;
+    let status: EtcdStatus | undefined;
+    try {
+      status = await memberStatus(this.options.connection, { timeoutMs: this.options.timeoutMs });
+      role = status.leader === status.memberId ? 'leader' : 'follower';
+    } catch (err) {
+      if (this.role !== 'unknown') this.logger.warn('cannot ask etcd who leads', { reason: errorMessage(err) });
+      role = 'unknown';
+    }
+    // Checks overlap (the periodic one and an upload's): an older answer must not undo a newer one.
+    if (asked < this.answered) return;
+    this.answered = asked;
+    if (status) this.status = status;
+    if (role === this.role || this.stopped) return;
+    this.logger.info('leadership changed', { from: this.role, to: role });
+    this.role = role;
+    this.gauge.set(role === 'leader' ? 1 : 0);
+    for (const listener of this.listeners) listener(role);
+  }
+}

@@ -1,0 +1,207 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  COMPRESSION_POLICIES,
+  type CompressionPolicy,
+  type EtcdConnection,
+  etcdConnection,
+  etcdOptions,
+  parseStoreUrl,
+  storeOption,
+  UsageError,
+} from '@etcd-steward/core';
+import type { Argv } from 'yargs';
+import { parseByteSize, parseDuration } from './flag-values.js';
+import { FullSchedule } from './full-schedule.js';
+
+/** Everything `etcd-snapshot run` needs, checked: building it is where bad input stops the program (exit 2). */
+export interface SidecarConfig {
+  /** This sidecar's own etcd member: the first of --endpoints. */
+  connection: EtcdConnection;
+  storeUrl: string;
+  /** The prefix inside the bucket, as ebr's JSON shows it. */
+  storePrefix: string;
+  compression: CompressionPolicy;
+  schedule: FullSchedule;
+  /** 0: no delta snapshots. */
+  deltaPeriodMs: number;
+  memoryLimit: number;
+  deltaUploadTimeoutMs: number;
+  spoolDir: string;
+  spoolMaxBytes: number;
+  tempDir: string;
+  finalSnapshot: boolean;
+  reelectionPeriodMs: number;
+  /** A new leader waits this long before it writes: the old leader's last upload has ended by then. */
+  handoverDelayMs: number;
+  snapshotter: boolean;
+  /** Undefined with --no-server. */
+  server?: { host: string; port: number; tls?: { cert: Buffer; key: Buffer } };
+}
+
+/** etcd steps a leader down after an election timeout (1 s by default) without a quorum; a margin on top. */
+const LEADER_STEP_DOWN_MS = 2_000;
+
+export function sidecarOptions<T>(y: Argv<T>) {
+  return storeOption(etcdOptions(y))
+    .option('compression', {
+      choices: COMPRESSION_POLICIES,
+      default: 'zstd' as CompressionPolicy,
+      describe: 'zstd is fastest; gzip, zlib and none are readable by etcd-backup-restore too',
+    })
+    .option('schedule', {
+      alias: 's',
+      type: 'string',
+      default: '0 */1 * * *',
+      describe: 'Cron schedule of full snapshots (5 fields, or 6 with seconds first), in local time',
+    })
+    .option('delta-snapshot-period', {
+      type: 'string',
+      default: '20s',
+      describe: 'How often the watched changes are written as a delta snapshot; 0 switches deltas off',
+    })
+    .option('delta-snapshot-memory-limit', {
+      type: 'string',
+      default: '10485760',
+      describe: 'Write a delta early once the watched changes reach this many bytes (e.g. 10Mi)',
+    })
+    .option('delta-upload-timeout', {
+      type: 'string',
+      default: '30s',
+      describe: 'An upload of one delta gives up after this (it stays in the spool and is retried)',
+    })
+    .option('spool-dir', {
+      type: 'string',
+      default: '/var/lib/etcd-snapshot/spool',
+      describe: 'Local durable queue of deltas not yet in the store (use a volume that survives restarts)',
+    })
+    .option('spool-max-bytes', {
+      type: 'string',
+      default: '1Gi',
+      describe: 'When the spool holds this much, the sidecar stops reading etcd until uploads make room',
+    })
+    .option('temp-dir', {
+      type: 'string',
+      describe: 'Scratch space for full snapshots on their way to the store [default: <spool-dir>/tmp]',
+    })
+    .option('final-snapshot', {
+      type: 'boolean',
+      default: false,
+      describe: 'Take a final full snapshot (named .final, as ebr) on SIGTERM',
+    })
+    .option('reelection-period', {
+      type: 'string',
+      default: '5s',
+      describe: "How often to ask etcd whether this sidecar's member leads (only the leader's sidecar snapshots)",
+    })
+    .option('snapshotter', {
+      type: 'boolean',
+      default: true,
+      describe: 'Take snapshots (--no-snapshotter: serve the HTTP API and metrics only)',
+    })
+    .option('server', { type: 'boolean', default: true, describe: 'Serve the HTTP API (--no-server: none)' })
+    .option('server-host', { type: 'string', default: '0.0.0.0', describe: 'Address the HTTP server binds' })
+    .option('server-port', { type: 'number', default: 8080, describe: 'Port of the HTTP server' })
+    .option('server-tls-cert', { type: 'string', describe: 'PEM certificate: serve HTTPS (with --server-tls-key)' })
+    .option('server-tls-key', { type: 'string', describe: 'PEM private key of --server-tls-cert' });
+}
+
+/** The parsed flags, as sidecarOptions declares them. */
+export interface SidecarArgs {
+  endpoints: string;
+  cacert?: string;
+  cert?: string;
+  key?: string;
+  store: string;
+  compression: CompressionPolicy;
+  schedule: string;
+  'delta-snapshot-period': string;
+  'delta-snapshot-memory-limit': string;
+  'delta-upload-timeout': string;
+  'spool-dir': string;
+  'spool-max-bytes': string;
+  'temp-dir'?: string;
+  'final-snapshot': boolean;
+  'reelection-period': string;
+  snapshotter: boolean;
+  server: boolean;
+  'server-host': string;
+  'server-port': number;
+  'server-tls-cert'?: string;
+  'server-tls-key'?: string;
+}
+
+export function sidecarConfig(args: SidecarArgs): SidecarConfig {
+  for (const [flag, value] of Object.entries(args)) {
+    // yargs turns a repeated flag into a list; which one was meant cannot be guessed. (`_` holds the command;
+    // camelCase keys are yargs' aliases of the kebab-case flags.)
+    if (Array.isArray(value) && flag !== '_' && !/[A-Z]/.test(flag)) {
+      throw new UsageError(`--${flag} is given more than once; give it once`);
+    }
+  }
+  const all = etcdConnection(args);
+  const connection = { ...all, endpoints: [all.endpoints[0]] };
+  const location = parseStoreUrl(args.store);
+  const deltaUploadTimeoutMs = positive(
+    parseDuration(args['delta-upload-timeout'], 'delta-upload-timeout'),
+    'delta-upload-timeout',
+  );
+  const reelectionPeriodMs = positive(
+    parseDuration(args['reelection-period'], 'reelection-period'),
+    'reelection-period',
+  );
+  const deltaPeriodMs = parseDuration(args['delta-snapshot-period'], 'delta-snapshot-period');
+  if (deltaPeriodMs > 0 && deltaPeriodMs < 1_000) {
+    throw new UsageError('--delta-snapshot-period must be at least 1s (or 0 to switch delta snapshots off), as in ebr');
+  }
+  const spoolDir = args['spool-dir'];
+  return {
+    connection,
+    storeUrl: args.store,
+    storePrefix: location.prefix,
+    compression: args.compression,
+    schedule: new FullSchedule(args.schedule),
+    deltaPeriodMs,
+    memoryLimit: positive(
+      parseByteSize(args['delta-snapshot-memory-limit'], 'delta-snapshot-memory-limit'),
+      'delta-snapshot-memory-limit',
+    ),
+    deltaUploadTimeoutMs,
+    spoolDir,
+    spoolMaxBytes: positive(parseByteSize(args['spool-max-bytes'], 'spool-max-bytes'), 'spool-max-bytes'),
+    tempDir: args['temp-dir'] ?? join(spoolDir, 'tmp'),
+    finalSnapshot: args['final-snapshot'],
+    reelectionPeriodMs,
+    handoverDelayMs: deltaUploadTimeoutMs + reelectionPeriodMs + LEADER_STEP_DOWN_MS,
+    snapshotter: args.snapshotter,
+    server: args.server ? serverConfig(args) : undefined,
+  };
+}
+
+function serverConfig(args: SidecarArgs): SidecarConfig['server'] {
+  const port = args['server-port'];
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new UsageError(`--server-port ${port} is not a port number (0-65535)`);
+  }
+  const cert = args['server-tls-cert'];
+  const key = args['server-tls-key'];
+  if ((cert === undefined) !== (key === undefined)) {
+    throw new UsageError('--server-tls-cert and --server-tls-key go together: give both for HTTPS, or neither');
+  }
+  const tls =
+    cert && key ? { cert: readPem(cert, '--server-tls-cert'), key: readPem(key, '--server-tls-key') } : undefined;
+  return { host: args['server-host'], port, tls };
+}
+
+function positive(value: number, flag: string): number {
+  if (value <= 0) throw new UsageError(`--${flag} must be more than 0`);
+  return value;
+}
+
+function readPem(path: string, flag: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    throw new UsageError(`${flag} ${path}: cannot read the file (${(err as NodeJS.ErrnoException).code ?? err})`);
+  }
+}

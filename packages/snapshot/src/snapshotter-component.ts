@@ -1,0 +1,183 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  errorMessage,
+  type Logger,
+  type SavedFullSnapshot,
+  type SnapStore,
+  type SnapshotRef,
+} from '@etcd-steward/core';
+import type { Component, ComponentContext, Route } from './components.js';
+import { FencedStore, NotLeaderError } from './fenced-store.js';
+import type { LeaderForward } from './leader-forward.js';
+import type { Leadership, Role } from './leadership.js';
+import { Serial } from './serial.js';
+import { snapshotRoutes } from './snapshot-api.js';
+import { SnapshotMetrics } from './snapshot-metrics.js';
+import { Snapshotter, type SnapshotterOptions } from './snapshotter.js';
+
+export interface SnapshotterComponentOptions
+  extends Omit<SnapshotterOptions, 'metrics' | 'logger' | 'state' | 'etcdRevision'> {
+  leadership: Leadership;
+  /** Take a final full snapshot (ebr's `.final`) on shutdown. */
+  finalSnapshot: boolean;
+  /** How long a new leader waits before it writes, so that the old leader's last upload has ended. */
+  handoverDelayMs: number;
+  /** How long shutdown waits for the watch to reach etcd's current revision. */
+  catchUpMs: number;
+  /** Where followers send snapshot requests. */
+  forward: LeaderForward;
+  /** The store's prefix inside its bucket, as ebr's JSON shows it. */
+  storePrefix: string;
+}
+
+const RETRY_MS = 1_000;
+const MAX_RETRY_MS = 30_000;
+
+/**
+ * Runs a Snapshotter for each term in which this sidecar leads: started when its member becomes the leader
+ * (after the hand-over delay, in a cluster of several members), stopped the moment it is not. Writes go through
+ * a FencedStore, so even a term that has not noticed yet cannot write once another sidecar leads.
+ */
+export class SnapshotterComponent implements Component {
+  readonly name = 'snapshotter';
+  readonly metrics: SnapshotMetrics;
+  readonly routes: readonly Route[];
+  private term?: Snapshotter;
+  private readonly transitions = new Serial();
+  private waiting?: AbortController;
+  private unsubscribe?: () => void;
+  private stopping = false;
+  private readonly state = { lastFullFailed: false };
+  private readonly store: SnapStore;
+  private readonly logger: Logger;
+
+  constructor(
+    private readonly options: SnapshotterComponentOptions,
+    context: ComponentContext,
+  ) {
+    this.logger = context.logger;
+    this.store = new FencedStore(options.store, () => options.leadership.confirm());
+    this.metrics = new SnapshotMetrics(context.registry, () => ({
+      spoolDeltas: () => options.spool.depth,
+      spoolBytes: () => options.spool.bytes,
+      bufferedBytes: () => 0,
+      watchLagRevisions: () => undefined,
+      fullRequired: () => this.state.lastFullFailed,
+      deltaRequired: () => options.spool.depth > 0,
+      ...this.term?.gauges(),
+    }));
+    this.routes = snapshotRoutes(this, options.forward, options.store, options.storePrefix);
+  }
+
+  async start(): Promise<void> {
+    this.unsubscribe = this.options.leadership.onChange((role) => this.follow(role));
+    this.follow(this.options.leadership.role);
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.unsubscribe?.();
+    this.waiting?.abort();
+    await this.transitions.run(async () => {
+      const term = this.term;
+      this.term = undefined;
+      await term?.stop({ final: this.options.finalSnapshot, catchUpMs: this.options.catchUpMs });
+    });
+  }
+
+  healthy(): boolean {
+    return this.term?.healthy() ?? true;
+  }
+
+  /** Whether this sidecar takes the snapshots right now. */
+  get leading(): boolean {
+    return this.term !== undefined;
+  }
+
+  /** Leads, but has not started taking snapshots yet (hand-over delay, start-up). */
+  get starting(): boolean {
+    return this.term === undefined && this.options.leadership.role === 'leader';
+  }
+
+  async full(final: boolean): Promise<SavedFullSnapshot> {
+    if (!this.term) throw new NotLeaderError();
+    return this.term.triggerFull(final);
+  }
+
+  async delta(): Promise<SnapshotRef | undefined> {
+    if (!this.term) throw new NotLeaderError();
+    return this.term.triggerDelta();
+  }
+
+  /**
+   * A term begins when the member leads and ends when another does. While etcd cannot be asked ('unknown'),
+   * a running term goes on watching and spooling: its uploads still ask etcd first (the fence), and a brief
+   * hiccup then costs no hand-over delay.
+   */
+  private follow(role: Role): void {
+    if (this.stopping) return;
+    if (role === 'leader') {
+      void this.transitions.run(() => this.beginTerm());
+    } else if (role === 'follower') {
+      this.waiting?.abort();
+      void this.transitions.run(() => this.endTerm());
+    }
+  }
+
+  private async beginTerm(): Promise<void> {
+    if (this.term || this.stopping || this.options.leadership.role !== 'leader') return;
+    const waiting = new AbortController();
+    this.waiting = waiting;
+    try {
+      if (await this.othersMayWrite()) {
+        this.logger.info("leading: waiting for the previous leader's last upload to end", {
+          seconds: this.options.handoverDelayMs / 1000,
+        });
+        await sleep(this.options.handoverDelayMs, undefined, { signal: waiting.signal });
+      }
+      for (let retryMs = RETRY_MS; !waiting.signal.aborted; retryMs = Math.min(retryMs * 2, MAX_RETRY_MS)) {
+        const term = new Snapshotter({
+          ...this.options,
+          store: this.store,
+          metrics: this.metrics,
+          logger: this.logger,
+          state: this.state,
+          etcdRevision: () => this.options.leadership.status?.revision,
+        });
+        try {
+          await term.start();
+          this.term = term;
+          this.logger.info('taking snapshots: this sidecar leads');
+          return;
+        } catch (err) {
+          await term.stop();
+          this.metrics.failures.inc({ error: 'store' });
+          this.logger.warn('cannot start taking snapshots; trying again', {
+            reason: errorMessage(err),
+            retryInSeconds: retryMs / 1000,
+          });
+          await sleep(retryMs, undefined, { signal: waiting.signal });
+        }
+      }
+    } catch {
+      // leadership moved on while waiting
+    }
+  }
+
+  private async endTerm(): Promise<void> {
+    const term = this.term;
+    if (!term) return;
+    this.term = undefined;
+    this.logger.info('not leading: stopping snapshots; the leader takes them');
+    await term.stop();
+  }
+
+  /** In a cluster of one there is no other sidecar whose uploads could still be in flight. */
+  private async othersMayWrite(): Promise<boolean> {
+    try {
+      return (await this.options.leadership.memberCount()) > 1;
+    } catch {
+      return true;
+    }
+  }
+}

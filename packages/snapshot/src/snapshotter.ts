@@ -1,0 +1,541 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  type CompressionPolicy,
+  coalesce,
+  compressionSuffix,
+  compressor,
+  type DeltaEvent,
+  type EtcdConnection,
+  encodeDelta,
+  errorMessage,
+  type Logger,
+  listSnapshots,
+  METADATA_SHA256,
+  memberStatus,
+  parseSnapshotName,
+  type SavedFullSnapshot,
+  type SnapStore,
+  type SnapshotRef,
+  snapshotName,
+  takeFullSnapshot,
+  WatchCompactedError,
+  watchRevisions,
+} from '@etcd-steward/core';
+import { DeltaBuffer } from './delta-buffer.js';
+import { trimDelta } from './delta-trim.js';
+import type { FullSchedule } from './full-schedule.js';
+import { Serial } from './serial.js';
+import type { SnapshotMetrics, SnapshotterGauges } from './snapshot-metrics.js';
+import type { Spool, SpooledDelta } from './spool.js';
+
+export interface SnapshotterOptions {
+  /** This sidecar's own member (one endpoint): the watch and the full snapshots read from it. */
+  connection: EtcdConnection;
+  /** Written to only while this sidecar leads (a FencedStore). */
+  store: SnapStore;
+  spool: Spool;
+  schedule: FullSchedule;
+  /** 0 switches delta snapshots off, as in ebr. */
+  deltaPeriodMs: number;
+  memoryLimit: number;
+  compression: CompressionPolicy;
+  tempDir: string;
+  /** An old leader's delta upload ends by then, so a new leader that waits this long cannot be overlapped. */
+  deltaUploadTimeoutMs: number;
+  metrics: SnapshotMetrics;
+  logger: Logger;
+  /** Outlives a term: a failed full snapshot makes the next term start with one (ebr's PrevFullSnapshotSucceeded). */
+  state: { lastFullFailed: boolean };
+  /** etcd's revision as last seen, for the watch lag. */
+  etcdRevision(): number | undefined;
+}
+
+const MAX_TIMER_MS = 2 ** 31 - 1;
+const RETRY_MS = 1_000;
+const MAX_RETRY_MS = 30_000;
+const FULL_RETRY_MS = 10_000;
+const MAX_FULL_RETRY_MS = 300_000;
+
+/**
+ * The snapshots of one leadership term: full snapshots on the schedule, and deltas from a watch of the whole
+ * keyspace, written to the spool and uploaded from there in order.
+ *
+ * The chain's head is the last revision of the newest snapshot, in the store or in the spool; the next delta
+ * starts right after it. Two queues keep operations from interleaving: `serial` for what writes the store
+ * (uploads, full snapshots, resynchronisation), `local` for what moves the head (flushes, and the adjustments a
+ * full snapshot or resynchronisation makes). Flushes never wait for the store, so the watch goes on while a
+ * full snapshot is taken; the delta that snapshot cuts through is then trimmed (coverThrough).
+ *
+ * Before each upload the store is listed again, and a delta is uploaded only if it starts right after the
+ * store's newest snapshot: when the store changed under us (a new leader, a manual snapshot), the chain restarts
+ * from what the store holds and etcd's history (or, if that was compacted, a full snapshot) supplies the rest.
+ * Nothing is lost and nothing overlaps.
+ */
+export class Snapshotter {
+  private chainHead = 0;
+  private watchedRevision = 0;
+  private lastFull?: SnapshotRef;
+  private readonly buffer = new DeltaBuffer();
+  /** Store writes and what must not run beside them: uploads, full snapshots, resynchronisation. */
+  private readonly serial = new Serial();
+  /** The local chain (head, buffer, spool contents): flushes, and the adjustments a full snapshot or resync makes. */
+  private readonly local = new Serial();
+  private readonly term = new AbortController();
+  private watchControl?: AbortController;
+  private watching?: Promise<void>;
+  private deltaTimer?: NodeJS.Timeout;
+  private fullTimer?: NodeJS.Timeout;
+  private drainTimer?: NodeJS.Timeout;
+  private drainRetryMs = RETRY_MS;
+  private fullRetryMs = FULL_RETRY_MS;
+  private storeFailing = false;
+  private spoolFull = false;
+  private readonly logger: Logger;
+
+  constructor(private readonly options: SnapshotterOptions) {
+    this.logger = options.logger;
+  }
+
+  async start(): Promise<void> {
+    await this.serial.run(() => this.resync());
+    const due = this.options.schedule.dueAtStart(
+      this.lastFull && { createdAt: this.lastFull.createdAt, final: this.lastFull.final },
+      this.options.state.lastFullFailed,
+      new Date(),
+    );
+    if (due) {
+      this.logger.info('taking a full snapshot at start-up', { reason: due });
+      await this.scheduledFull();
+    } else {
+      this.armFullTimer(this.options.schedule.next(new Date()).getTime());
+    }
+    if (this.options.deltaPeriodMs > 0) {
+      this.watching = this.watchLoop();
+      this.deltaTimer = setInterval(() => void this.periodicFlush(), this.options.deltaPeriodMs);
+    }
+    this.drainSoon(0);
+  }
+
+  /**
+   * Ends the term. On shutdown (`finish`), first lets the watch reach etcd's current revision, writes what it
+   * holds as a last delta and uploads the spool (what cannot be uploaded stays in the spool for the next
+   * start), then takes the final full snapshot when asked to.
+   */
+  async stop(finish?: { final: boolean; catchUpMs: number }): Promise<void> {
+    clearInterval(this.deltaTimer);
+    clearTimeout(this.fullTimer);
+    clearTimeout(this.drainTimer);
+    if (finish) {
+      try {
+        if (this.watching) await this.catchUp(finish.catchUpMs);
+        await this.local.run(() => this.flush());
+        await this.serial.run(() => this.drain());
+      } catch (err) {
+        this.logger.warn('at shutdown, deltas not yet uploaded stay in the spool for the next start', {
+          reason: errorMessage(err),
+          spooled: this.options.spool.depth,
+        });
+      }
+      if (finish.final) {
+        await this.serial
+          .run(() => this.full(true))
+          .catch((err) => {
+            this.logger.error('final full snapshot failed', { reason: errorMessage(err) });
+          });
+      }
+    }
+    this.term.abort(new Error('the snapshotter stopped'));
+    await this.watching;
+    await this.serial.run(async () => {});
+    await this.local.run(async () => {});
+  }
+
+  /** An out-of-schedule full snapshot (HTTP API); the schedule goes on from now. */
+  async triggerFull(final: boolean): Promise<SavedFullSnapshot> {
+    const saved = await this.serial.run(() => this.full(final));
+    this.armFullTimer(this.options.schedule.next(new Date()).getTime());
+    return saved;
+  }
+
+  /** An out-of-schedule delta of what has been watched so far; undefined when there is nothing new (as ebr). */
+  async triggerDelta(): Promise<SnapshotRef | undefined> {
+    if (!this.watching) throw new Error('delta snapshots are switched off (--delta-snapshot-period 0)');
+    const delta = await this.local.run(() => this.flush());
+    if (!delta) return undefined;
+    await this.serial.run(() => this.drain());
+    return parseSnapshotName(delta.name);
+  }
+
+  healthy(): boolean {
+    return !this.options.state.lastFullFailed;
+  }
+
+  gauges(): Omit<SnapshotterGauges, 'spoolDeltas' | 'spoolBytes'> {
+    return {
+      bufferedBytes: () => this.buffer.bytes,
+      watchLagRevisions: () => {
+        const etcd = this.options.etcdRevision();
+        if (etcd === undefined || !this.watching) return undefined;
+        return Math.max(0, etcd - Math.max(this.watchedRevision, this.chainHead));
+      },
+      fullRequired: () => this.options.state.lastFullFailed,
+      deltaRequired: () => !this.buffer.empty || this.options.spool.depth > 0,
+    };
+  }
+
+  /** Reads the watch into the buffer; stops reading while the buffer is full, which holds etcd back. */
+  private async watchLoop(): Promise<void> {
+    let retryMs = RETRY_MS;
+    while (!this.term.signal.aborted) {
+      const control = new AbortController();
+      this.watchControl = control;
+      const signal = AbortSignal.any([this.term.signal, control.signal]);
+      const from = Math.max(this.chainHead, this.buffer.lastRevision) + 1;
+      try {
+        for await (const batch of watchRevisions(this.options.connection, from, { signal })) {
+          // A batch that arrives after a rewatch belongs to a chain position that no longer exists.
+          if (signal.aborted) break;
+          retryMs = RETRY_MS;
+          this.watchedRevision = batch.revision;
+          this.buffer.add(batch.events, this.chainHead);
+          while (this.buffer.bytes >= this.options.memoryLimit && !signal.aborted) {
+            const flushed = await this.local.run(() => this.flush());
+            if (flushed) this.drainSoon(0);
+            else await sleep(RETRY_MS, undefined, { signal }).catch(() => {});
+          }
+        }
+      } catch (err) {
+        if (this.term.signal.aborted) return;
+        if (control.signal.aborted) continue;
+        if (err instanceof WatchCompactedError) {
+          await this.onCompacted(err);
+          continue;
+        }
+        this.options.metrics.failures.inc({ error: 'etcd' });
+        this.logger.warn('the watch broke off; resuming', {
+          fromRevision: this.resumeRevision(),
+          reason: errorMessage(err),
+        });
+        await sleep(retryMs, undefined, { signal: this.term.signal }).catch(() => {});
+        retryMs = Math.min(retryMs * 2, MAX_RETRY_MS);
+      }
+    }
+  }
+
+  private resumeRevision(): number {
+    return Math.max(this.chainHead, this.buffer.lastRevision) + 1;
+  }
+
+  /** Drops what the buffer holds and watches again from right after the chain's head. */
+  private rewatch(): void {
+    this.buffer.clear();
+    this.watchedRevision = this.chainHead;
+    this.watchControl?.abort();
+  }
+
+  private async onCompacted(err: WatchCompactedError): Promise<void> {
+    this.options.metrics.compacted.inc();
+    this.logger.error('etcd compacted its history past the revision the next delta needs; taking a full snapshot now', {
+      neededRevision: err.fromRevision,
+      compactRevision: err.compactRevision,
+    });
+    try {
+      await this.serial.run(() => this.full(false));
+    } catch (fullErr) {
+      this.logger.error('full snapshot after compaction failed; trying again', { reason: errorMessage(fullErr) });
+      await sleep(FULL_RETRY_MS, undefined, { signal: this.term.signal }).catch(() => {});
+    }
+  }
+
+  private async periodicFlush(): Promise<void> {
+    if (this.term.signal.aborted) return;
+    const flushed = await this.local.run(() => this.flush());
+    if (flushed) this.drainSoon(0);
+  }
+
+  /** Writes the buffer as the next delta into the spool. Undefined when there was nothing to write or no room. */
+  private async flush(): Promise<SpooledDelta | undefined> {
+    if (this.buffer.empty || this.term.signal.aborted) return undefined;
+    const { spool, compression } = this.options;
+    if (!spool.hasRoom()) {
+      if (!this.spoolFull)
+        this.logger.warn('the spool is full: not reading etcd until uploads make room', { bytes: spool.bytes });
+      this.spoolFull = true;
+      return undefined;
+    }
+    this.spoolFull = false;
+    const events = this.buffer.take();
+    const startRevision = this.chainHead + 1;
+    const broken = chainBreak(events, startRevision);
+    if (broken) {
+      this.options.metrics.failures.inc({ error: 'chain' });
+      this.logger.error('watched events do not continue the chain; reading them from etcd again', { reason: broken });
+      this.rewatch();
+      return undefined;
+    }
+    const lastRevision = events[events.length - 1].modRevision;
+    const name = snapshotName({
+      kind: 'Incr',
+      startRevision,
+      lastRevision,
+      createdAt: Math.floor(Date.now() / 1000),
+      compression: compressionSuffix(compression),
+      final: false,
+    });
+    try {
+      const delta = await spool.add(
+        { name, startRevision, lastRevision, oldestEventAt: Date.parse(events[0].time) },
+        encodeDelta(events),
+        coalesce(), // one compressor call per MiB rather than one per event
+        compressor(compression),
+      );
+      this.chainHead = lastRevision;
+      return delta;
+    } catch (err) {
+      this.options.metrics.failures.inc({ error: 'spool' });
+      this.logger.error('cannot write a delta to the spool; reading its revisions from etcd again', {
+        reason: errorMessage(err),
+      });
+      this.rewatch();
+      return undefined;
+    }
+  }
+
+  /** Uploads the spool in order, retrying with backoff while the store fails. */
+  private drainSoon(delayMs: number): void {
+    if (this.drainTimer || this.term.signal.aborted) return;
+    this.drainTimer = setTimeout(async () => {
+      this.drainTimer = undefined;
+      try {
+        await this.serial.run(() => this.drain());
+        if (this.storeFailing) this.logger.info('the store is reachable again; the spool is uploaded');
+        this.storeFailing = false;
+        this.drainRetryMs = RETRY_MS;
+      } catch (err) {
+        if (this.term.signal.aborted) return;
+        this.options.metrics.failures.inc({ error: 'store' });
+        if (!this.storeFailing) {
+          this.logger.warn('cannot upload deltas; they wait in the spool and are retried', {
+            reason: errorMessage(err),
+          });
+        }
+        this.storeFailing = true;
+        this.drainSoon(this.drainRetryMs);
+        this.drainRetryMs = Math.min(this.drainRetryMs * 2, MAX_RETRY_MS);
+      }
+    }, delayMs);
+  }
+
+  /** Uploads spooled deltas in order: all of them, or those up to `lastId` (what a full snapshot waits for). */
+  private async drain(lastId = Number.POSITIVE_INFINITY): Promise<void> {
+    const { spool, store, metrics } = this.options;
+    for (let delta = spool.first(); delta && delta.id <= lastId; delta = spool.first()) {
+      this.term.signal.throwIfAborted();
+      const head = await this.storeHead();
+      if (delta.lastRevision <= head) {
+        // Uploaded just before a crash, or covered by a full snapshot since.
+        await spool.remove(delta);
+        continue;
+      }
+      if (delta.startRevision !== head + 1) {
+        this.logger.warn("a spooled delta does not continue the store's chain; restarting the chain from the store", {
+          delta: delta.name,
+          storeRevision: head,
+        });
+        metrics.resyncs.inc();
+        await this.resync();
+        return;
+      }
+      const started = Date.now();
+      try {
+        await store.put(delta.name, spool.read(delta), {
+          metadata: { [METADATA_SHA256]: delta.sha256 },
+          signal: AbortSignal.any([this.term.signal, AbortSignal.timeout(this.options.deltaUploadTimeoutMs)]),
+        });
+      } catch (err) {
+        metrics.failed('Incr', (Date.now() - started) / 1000);
+        throw err;
+      }
+      await spool.remove(delta);
+      const createdAt = parseSnapshotName(delta.name)?.createdAt ?? 0;
+      metrics.saved('Incr', delta.lastRevision, createdAt, (Date.now() - started) / 1000, delta.bytes);
+      metrics.deltaLag.observe((Date.now() - delta.oldestEventAt) / 1000);
+      metrics.latestDeltas.inc();
+      metrics.latestDeltaRevisions.inc(delta.lastRevision - delta.startRevision + 1);
+    }
+  }
+
+  /**
+   * Starts the chain from what the store holds: its newest snapshot's last revision, followed by the spooled
+   * deltas that continue it (those the store already covers go; those that do not fit go too, their revisions
+   * come again from etcd). Then the watch starts over right after the new head.
+   */
+  private async resync(): Promise<void> {
+    const entries = await listSnapshots(this.options.store);
+    const head = entries.reduce((max, e) => Math.max(max, e.lastRevision), 0);
+    const fulls = entries.filter((e) => e.kind === 'Full');
+    this.lastFull = fulls[fulls.length - 1];
+    this.reportStore(entries);
+    await this.local.run(async () => {
+      let chain = head;
+      for (const delta of this.options.spool.list()) {
+        if (delta.lastRevision > head && delta.startRevision === chain + 1) {
+          chain = delta.lastRevision;
+          continue;
+        }
+        if (delta.lastRevision > head) {
+          this.logger.warn('dropping a spooled delta that does not continue the chain; etcd still has its revisions', {
+            delta: delta.name,
+            chainRevision: chain,
+          });
+        }
+        await this.options.spool.remove(delta);
+      }
+      this.chainHead = chain;
+      this.rewatch();
+      this.logger.info('chain resumes', {
+        afterRevision: chain,
+        storeRevision: head,
+        spooled: this.options.spool.depth,
+      });
+    });
+  }
+
+  /**
+   * A full snapshot at `revision` now covers the chain up to there. The watch went on while it was taken, so
+   * the spool may hold deltas past it: those it covers go, the one it cuts through is trimmed to start right
+   * after it, so the next delta in the store starts exactly at revision + 1.
+   */
+  private async coverThrough(revision: number): Promise<void> {
+    const { spool } = this.options;
+    for (const delta of spool.list()) {
+      if (delta.lastRevision <= revision) {
+        await spool.remove(delta);
+      } else if (delta.startRevision <= revision) {
+        try {
+          const trimmed = await trimDelta(spool, delta, revision, this.options.compression);
+          this.logger.info('trimmed a spooled delta to start after the full snapshot', {
+            from: delta.name,
+            to: trimmed.name,
+          });
+        } catch (err) {
+          // Its revisions are still in etcd: forget it and what follows, and watch them again.
+          this.logger.warn('cannot trim a spooled delta; reading its revisions from etcd again', {
+            delta: delta.name,
+            reason: errorMessage(err),
+          });
+          for (const later of spool.list().filter((d) => d.id >= delta.id)) await spool.remove(later);
+          this.chainHead = revision;
+          this.rewatch();
+          return;
+        }
+      }
+    }
+    if (revision > this.chainHead) {
+      this.chainHead = revision;
+      this.buffer.dropThrough(revision);
+    }
+  }
+
+  private async full(final: boolean): Promise<SavedFullSnapshot> {
+    this.term.signal.throwIfAborted();
+    try {
+      // Keeps the chain before this full snapshot whole, when the store allows. Only what is spooled now: deltas
+      // keep coming while it runs, and chasing them could hold the full snapshot back for good.
+      await this.drain(this.options.spool.last()?.id ?? 0);
+    } catch {
+      // the store is failing: the full snapshot's own upload will say so
+    }
+    const started = Date.now();
+    const { metrics, state } = this.options;
+    let saved: SavedFullSnapshot;
+    try {
+      saved = await takeFullSnapshot({
+        connection: this.options.connection,
+        store: this.options.store,
+        compression: this.options.compression,
+        tempDir: this.options.tempDir,
+        final,
+        logger: this.logger,
+        signal: this.term.signal,
+      });
+    } catch (err) {
+      if (!this.term.signal.aborted) {
+        state.lastFullFailed = true;
+        metrics.failed('Full', (Date.now() - started) / 1000);
+        metrics.failures.inc({ error: 'full' });
+      }
+      throw err;
+    }
+    state.lastFullFailed = false;
+    this.lastFull = saved.ref;
+    metrics.saved('Full', saved.revision, saved.ref.createdAt, saved.durationMs / 1000, saved.storedSize);
+    metrics.latestDeltas.set(0);
+    metrics.latestDeltaRevisions.set(0);
+    await this.local.run(() => this.coverThrough(saved.revision));
+    return saved;
+  }
+
+  private async scheduledFull(): Promise<void> {
+    try {
+      await this.serial.run(() => this.full(false));
+      this.fullRetryMs = FULL_RETRY_MS;
+      this.armFullTimer(this.options.schedule.next(new Date()).getTime());
+    } catch (err) {
+      if (this.term.signal.aborted) return;
+      this.logger.error('full snapshot failed; trying again', {
+        reason: errorMessage(err),
+        retryInSeconds: this.fullRetryMs / 1000,
+      });
+      this.armFullTimer(Date.now() + this.fullRetryMs);
+      this.fullRetryMs = Math.min(this.fullRetryMs * 2, MAX_FULL_RETRY_MS);
+    }
+  }
+
+  private armFullTimer(at: number): void {
+    clearTimeout(this.fullTimer);
+    if (this.term.signal.aborted) return;
+    const wait = Math.min(Math.max(at - Date.now(), 0), MAX_TIMER_MS);
+    // Timers cannot wait longer than ~24.8 days; a monthly schedule re-arms until its time has come.
+    this.fullTimer = setTimeout(() => (Date.now() >= at ? void this.scheduledFull() : this.armFullTimer(at)), wait);
+  }
+
+  /** Waits (at most `ms`) until the watch has delivered etcd's current revision. */
+  private async catchUp(ms: number): Promise<void> {
+    const target = (await memberStatus(this.options.connection, { timeoutMs: 5_000 })).revision;
+    const deadline = Date.now() + ms;
+    while (Math.max(this.watchedRevision, this.chainHead) < target && Date.now() < deadline) await sleep(50);
+  }
+
+  private async storeHead(): Promise<number> {
+    return (await listSnapshots(this.options.store)).reduce((max, e) => Math.max(max, e.lastRevision), 0);
+  }
+
+  private reportStore(entries: Array<SnapshotRef>): void {
+    const { metrics } = this.options;
+    const fullAt = entries.findLastIndex((e) => e.kind === 'Full');
+    const deltas = entries.slice(fullAt + 1).filter((e) => e.kind === 'Incr');
+    for (const kind of ['Full', 'Incr'] as const) {
+      const newest = entries.findLast((e) => e.kind === kind);
+      if (newest) {
+        metrics.latestRevision.set({ kind }, newest.lastRevision);
+        metrics.latestTimestamp.set({ kind }, newest.createdAt);
+      }
+    }
+    metrics.latestDeltas.set(deltas.length);
+    metrics.latestDeltaRevisions.set(
+      deltas.length ? deltas[deltas.length - 1].lastRevision - deltas[0].startRevision + 1 : 0,
+    );
+  }
+}
+
+/** Why `events` cannot be the delta starting at `start`, or undefined when they can: revisions have no gaps. */
+function chainBreak(events: DeltaEvent[], start: number): string | undefined {
+  let current = start - 1;
+  for (const e of events) {
+    if (e.modRevision === current && current >= start) continue; // another event of the same revision
+    if (e.modRevision !== current + 1) return `expected revision ${current + 1}, got ${e.modRevision}`;
+    current = e.modRevision;
+  }
+  return undefined;
+}

@@ -1,0 +1,201 @@
+import { createHash } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, open, readdir, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { type Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { assertSnapshotName, UsageError } from '@etcd-steward/core';
+import Database from 'better-sqlite3';
+
+/** A delta written to local disk and not yet in the store. */
+export interface SpooledDelta {
+  id: number;
+  /** Its object name in the store, e.g. `v2/Incr-00000043-00000090-1795299379.zst`. */
+  name: string;
+  startRevision: number;
+  lastRevision: number;
+  bytes: number;
+  /** Hex sha256 of the bytes, recorded as object metadata when it is uploaded. */
+  sha256: string;
+  /** When its oldest event was seen (ms since the epoch), for the delta lag. */
+  oldestEventAt: number;
+}
+
+type NewDelta = Pick<SpooledDelta, 'name' | 'startRevision' | 'lastRevision' | 'oldestEventAt'>;
+
+const SCHEMA = `
+  CREATE TABLE IF NOT EXISTS deltas (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL UNIQUE,
+    start_revision INTEGER NOT NULL,
+    last_revision INTEGER NOT NULL,
+    bytes INTEGER NOT NULL,
+    sha256 TEXT NOT NULL,
+    oldest_event_at INTEGER NOT NULL
+  )`;
+
+const COLUMNS =
+  'id, name, start_revision AS startRevision, last_revision AS lastRevision, bytes, sha256, oldest_event_at AS oldestEventAt';
+
+/**
+ * The sidecar's durable queue of deltas on their way to the store (`--spool-dir`): each delta is a file, fsynced
+ * and renamed into place before its row goes into a SQLite index (WAL, synchronous=FULL), so after a crash the
+ * index lists exactly the complete files, in chain order. Files without a row are the remains of an interrupted
+ * write and go at open. `--spool-max-bytes` caps the files; a full spool refuses more (hasRoom), and the
+ * snapshotter then stops reading the watch until uploads make room.
+ */
+export class Spool {
+  private constructor(
+    readonly dir: string,
+    private readonly maxBytes: number,
+    private readonly db: Database.Database,
+  ) {}
+
+  static async open(dir: string, maxBytes: number): Promise<Spool> {
+    let db: Database.Database;
+    try {
+      await mkdir(join(dir, 'deltas'), { recursive: true });
+      db = new Database(join(dir, 'spool.db'));
+      db.pragma('journal_mode = WAL');
+      db.pragma('synchronous = FULL');
+      db.exec(SCHEMA);
+    } catch (err) {
+      const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+      throw new UsageError(`--spool-dir ${dir}: cannot keep a spool there (${reason}); give a writable directory`);
+    }
+    const spool = new Spool(dir, maxBytes, db);
+    await spool.recover();
+    return spool;
+  }
+
+  get depth(): number {
+    return (this.db.prepare('SELECT count(*) AS n FROM deltas').get() as { n: number }).n;
+  }
+
+  get bytes(): number {
+    return (this.db.prepare('SELECT coalesce(sum(bytes), 0) AS b FROM deltas').get() as { b: number }).b;
+  }
+
+  hasRoom(): boolean {
+    return this.bytes < this.maxBytes;
+  }
+
+  /** Oldest first: the order they must reach the store in. */
+  list(): SpooledDelta[] {
+    return this.db.prepare(`SELECT ${COLUMNS} FROM deltas ORDER BY id`).all() as SpooledDelta[];
+  }
+
+  first(): SpooledDelta | undefined {
+    return this.db.prepare(`SELECT ${COLUMNS} FROM deltas ORDER BY id LIMIT 1`).get() as SpooledDelta | undefined;
+  }
+
+  last(): SpooledDelta | undefined {
+    return this.db.prepare(`SELECT ${COLUMNS} FROM deltas ORDER BY id DESC LIMIT 1`).get() as SpooledDelta | undefined;
+  }
+
+  /** Writes a delta (`source` through `transforms`) durably; once this resolves, it survives a crash. */
+  async add(delta: NewDelta, source: Readable, ...transforms: Transform[]): Promise<SpooledDelta> {
+    const { bytes, sha256 } = await this.write(delta.name, source, transforms);
+    const { lastInsertRowid } = this.db
+      .prepare(
+        'INSERT INTO deltas (name, start_revision, last_revision, bytes, sha256, oldest_event_at) VALUES (?, ?, ?, ?, ?, ?)',
+      )
+      .run(delta.name, delta.startRevision, delta.lastRevision, bytes, sha256, delta.oldestEventAt);
+    return { id: Number(lastInsertRowid), ...delta, bytes, sha256 };
+  }
+
+  /** Replaces a spooled delta by another in its place in the queue (a delta trimmed to a shorter range). */
+  async replace(
+    old: SpooledDelta,
+    delta: NewDelta,
+    source: Readable,
+    ...transforms: Transform[]
+  ): Promise<SpooledDelta> {
+    const { bytes, sha256 } = await this.write(delta.name, source, transforms);
+    this.db
+      .prepare(
+        'UPDATE deltas SET name = ?, start_revision = ?, last_revision = ?, bytes = ?, sha256 = ?, oldest_event_at = ? WHERE id = ?',
+      )
+      .run(delta.name, delta.startRevision, delta.lastRevision, bytes, sha256, delta.oldestEventAt, old.id);
+    if (old.name !== delta.name) await rm(this.fileOf(old.name), { force: true });
+    return { id: old.id, ...delta, bytes, sha256 };
+  }
+
+  /** Writes a file under its final name: to a part file, fsynced, then renamed and its directory fsynced. */
+  private async write(
+    name: string,
+    source: Readable,
+    transforms: Transform[],
+  ): Promise<{ bytes: number; sha256: string }> {
+    const file = this.fileOf(name);
+    const part = `${file}.part`;
+    const hash = createHash('sha256');
+    let bytes = 0;
+    try {
+      const measure = new Transform({
+        transform(chunk: Buffer, _enc, done) {
+          hash.update(chunk);
+          bytes += chunk.length;
+          done(null, chunk);
+        },
+      });
+      await pipeline([source, ...transforms, measure, createWriteStream(part)]);
+      await fsync(part);
+      await rename(part, file);
+      await fsync(join(this.dir, 'deltas'));
+    } catch (err) {
+      await rm(part, { force: true });
+      throw err;
+    }
+    return { bytes, sha256: hash.digest('hex') };
+  }
+
+  read(delta: SpooledDelta): Readable {
+    return createReadStream(this.fileOf(delta.name));
+  }
+
+  async remove(delta: SpooledDelta): Promise<void> {
+    this.db.prepare('DELETE FROM deltas WHERE id = ?').run(delta.id);
+    await rm(this.fileOf(delta.name), { force: true });
+  }
+
+  async clear(): Promise<void> {
+    for (const delta of this.list()) await this.remove(delta);
+  }
+
+  close(): void {
+    this.db.close();
+  }
+
+  /** Drops files an interrupted write left without a row, and rows whose file is gone. */
+  private async recover(): Promise<void> {
+    const listed = new Set<string>();
+    for (const delta of this.list()) {
+      listed.add(this.fileOf(delta.name));
+    }
+    const present = new Set<string>();
+    for (const entry of await readdir(join(this.dir, 'deltas'))) {
+      const file = join(this.dir, 'deltas', entry);
+      if (listed.has(file)) present.add(file);
+      else await rm(file, { force: true });
+    }
+    for (const delta of this.list()) {
+      // The chain check at upload sees the gap this leaves and resynchronises from the store.
+      if (!present.has(this.fileOf(delta.name))) this.db.prepare('DELETE FROM deltas WHERE id = ?').run(delta.id);
+    }
+  }
+
+  private fileOf(name: string): string {
+    const ref = assertSnapshotName(name); // names are ours, but never let one reach outside the spool
+    return join(this.dir, 'deltas', ref.name.slice(ref.name.lastIndexOf('/') + 1));
+  }
+}
+
+async function fsync(path: string): Promise<void> {
+  const handle = await open(path, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}

@@ -1,0 +1,259 @@
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { freePort, type KeyspaceFingerprint, keyspaceFingerprint, LocalStore } from '@etcd-steward/core';
+import {
+  buildChainStore,
+  type ChainStore,
+  fingerprintRestored,
+  startCluster,
+  type TestCluster,
+} from '@etcd-steward/core/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startS3Target } from '../packages/core/test/store/s3-target.js';
+import { runProgram, startProgram } from './run-program.js';
+import { startFaultProxy } from './servers/fault-proxy.js';
+
+/** What must happen when parts of the store are damaged, missing or unreachable, or the restore is killed. */
+describe('etcd-restore when things go wrong (programs as processes, real etcd)', () => {
+  let cluster: TestCluster;
+  let dir: string;
+  let chain: ChainStore;
+  const source = new Map<number, KeyspaceFingerprint>();
+
+  beforeAll(async () => {
+    cluster = await startCluster();
+    dir = await mkdtemp(join(tmpdir(), 'restore-faults-'));
+    const client = cluster.client();
+    chain = await buildChainStore(client, cluster.endpoints, new LocalStore(join(dir, 'store')), {
+      tempDir: dir,
+      keys: 600,
+      compression: 'none',
+    });
+    for (const d of chain.deltas) source.set(d.lastRevision, await keyspaceFingerprint(client, d.lastRevision));
+    source.set(chain.fulls[1].revision, await keyspaceFingerprint(client, chain.fulls[1].revision));
+  });
+
+  afterAll(async () => {
+    await cluster?.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  /** A copy of the good store to damage. */
+  async function storeCopy(name: string): Promise<string> {
+    const copy = join(dir, name);
+    await cp(join(dir, 'store'), copy, { recursive: true });
+    return copy;
+  }
+
+  async function restore(store: string, name: string, extra: string[] = [], env: NodeJS.ProcessEnv = {}) {
+    const peerPort = await freePort();
+    const dataDir = join(dir, name);
+    const args = [
+      '--store',
+      store.includes('://') ? store : `file://${store}`,
+      '--data-dir',
+      dataDir,
+      '--name',
+      'r0',
+      '--initial-advertise-peer-urls',
+      `http://127.0.0.1:${peerPort}`,
+      '--initial-cluster-token',
+      name,
+      '--output',
+      'json',
+      ...extra,
+    ];
+    const res = await runProgram('etcd-restore', args, env);
+    return { ...res, dataDir, peerPort, args };
+  }
+
+  async function fingerprintOf(r: { dataDir: string; peerPort: number }, token: string) {
+    const [fp] = await fingerprintRestored([{ name: 'r0', dataDir: r.dataDir, peerPort: r.peerPort }], {
+      initialCluster: `r0=http://127.0.0.1:${r.peerPort}`,
+      clusterToken: token,
+    });
+    return fp;
+  }
+
+  const exists = (path: string) =>
+    stat(path).then(
+      () => true,
+      () => false,
+    );
+
+  /** A killed process may linger as a zombie until its (re)parent reaps it: that counts as gone. */
+  async function runningState(pid: number): Promise<'running' | 'gone'> {
+    const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+    return /^State:\s+[RSD]/m.test(status) ? 'running' : 'gone';
+  }
+
+  it('falls back from a bit-flipped newest full snapshot to the previous one and its longer chain', async () => {
+    const store = await storeCopy('store-flipped');
+    const file = join(store, chain.fulls[1].name);
+    const bytes = await readFile(file);
+    bytes[Math.floor(bytes.length / 2)] ^= 0x10;
+    await writeFile(file, bytes);
+    const res = await restore(store, 'flipped');
+    expect(res.code).toBe(0);
+    const result = JSON.parse(res.stdout);
+    expect(result.snapshot).toBe(chain.fulls[0].name);
+    expect(result.deltas).toEqual(chain.deltas.map((d) => d.name));
+    expect(result.skipped).toEqual([{ name: chain.fulls[1].name, reason: expect.stringMatching(/sha256/) }]);
+    expect(await fingerprintOf(res, 'flipped')).toEqual(source.get(chain.lastRevision));
+  });
+
+  it('fails on a truncated delta without touching the target, or restores up to it with --allow-partial', async () => {
+    const store = await storeCopy('store-truncated');
+    const damaged = chain.deltas[2];
+    await truncate(join(store, damaged.name), (await stat(join(store, damaged.name))).size - 100);
+
+    const failed = await restore(store, 'truncated');
+    expect(failed.code).toBe(1);
+    expect(
+      failed.stderr
+        .trim()
+        .split('\n')
+        .filter((l) => l.includes('"level":"error"')),
+    ).toHaveLength(1);
+    expect(failed.stderr).toContain(damaged.name);
+    expect(failed.stderr).toMatch(/truncated|incomplete/);
+    expect(await exists(failed.dataDir)).toBe(false);
+
+    const partial = await restore(store, 'truncated', ['--allow-partial']);
+    expect(partial.code).toBe(0);
+    const result = JSON.parse(partial.stdout);
+    expect(result.revision).toBe(damaged.startRevision - 1);
+    expect(result.lost).toEqual({
+      fromRevision: damaged.startRevision,
+      toRevision: chain.lastRevision,
+      delta: damaged.name,
+      reason: expect.stringMatching(/truncated|incomplete/),
+    });
+    expect(await fingerprintOf(partial, 'truncated')).toEqual(source.get(damaged.startRevision - 1));
+  });
+
+  it('names the missing revisions when a delta is gone, and restores what is left with --allow-partial', async () => {
+    const store = await storeCopy('store-missing');
+    const gone = chain.deltas[1];
+    await rm(join(store, gone.name));
+    const failed = await restore(store, 'missing');
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toContain(`revisions ${gone.startRevision}..${chain.lastRevision} are in no delta`);
+    expect(await exists(failed.dataDir)).toBe(false);
+
+    const partial = await restore(store, 'missing', ['--allow-partial']);
+    expect(partial.code).toBe(0);
+    expect(JSON.parse(partial.stdout)).toMatchObject({
+      revision: chain.fulls[1].revision,
+      lost: { fromRevision: gone.startRevision, toRevision: chain.lastRevision },
+    });
+    expect(await fingerprintOf(partial, 'missing')).toEqual(source.get(chain.fulls[1].revision));
+  });
+
+  it('after a SIGKILL midway, a rerun clears what was left (the private etcd too) and restores correctly', async () => {
+    const store = join(dir, 'store');
+    const first = await restore(store, 'killed', ['--dry-run']); // only to get the arguments
+    const child = startProgram(
+      'etcd-restore',
+      first.args.filter((a) => a !== '--dry-run'),
+    );
+    const scratch = join(dir, `.${basename(first.dataDir)}.restoring`);
+    let orphan: number | undefined;
+    // Killed while it runs an etcd of its own (the one that checks the result), which then outlives it.
+    for (let i = 0; i < 500 && orphan === undefined; i++) {
+      const pidFile = (await readdir(scratch).catch(() => [] as string[])).find((f) => f.endsWith('-etcd.pid'));
+      const pid = pidFile && (await readFile(join(scratch, pidFile), 'utf8').catch(() => ''));
+      if (pid) orphan = Number(pid);
+      else await sleep(20);
+    }
+    expect(orphan).toBeDefined();
+    child.kill('SIGKILL');
+    await new Promise((resolve) => child.once('exit', resolve));
+    expect(await exists(first.dataDir)).toBe(false);
+
+    const rerun = await runProgram(
+      'etcd-restore',
+      first.args.filter((a) => a !== '--dry-run'),
+    );
+    expect(rerun.code).toBe(0);
+    expect(JSON.parse(rerun.stdout).revision).toBe(chain.lastRevision);
+    expect(await runningState(orphan!)).toBe('gone'); // the crashed run's etcd was stopped
+    expect(await exists(scratch)).toBe(false);
+    expect(await fingerprintOf(first, 'killed')).toEqual(source.get(chain.lastRevision));
+  });
+
+  it('retries a flaky store, and gives a clear error when it stays unreachable', async () => {
+    const s3 = await startS3Target();
+    const proxy = await startFaultProxy({ target: s3.server.endpoint, seed: 3, stallMs: 100 });
+    try {
+      const upload = await s3.open('etcd');
+      const local = new LocalStore(join(dir, 'store'));
+      for (const object of await local.list('v2/')) await upload.put(object.name, await local.get(object.name));
+      const env = { AWS_APPLICATION_CREDENTIALS_JSON: s3.credentialsFile, AWS_EC2_METADATA_DISABLED: 'true' };
+
+      proxy.failureRate = 0.25;
+      const flaky = await restore(s3.url('etcd', { endpoint: proxy.endpoint }), 'flaky', [], env);
+      expect(flaky.stderr).not.toMatch(/"level":"error"/);
+      expect(flaky.code).toBe(0);
+      expect(JSON.parse(flaky.stdout).revision).toBe(chain.lastRevision);
+      expect(Object.values(proxy.stats.faults).reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
+
+      proxy.failureRate = 1;
+      proxy.stats.requests = 0;
+      const down = await restore(s3.url('etcd', { endpoint: proxy.endpoint, retries: '2' }), 'down', [], env);
+      expect(down.code).toBe(1);
+      const errors = down.stderr
+        .trim()
+        .split('\n')
+        .filter((l) => l.includes('"level":"error"'));
+      expect(errors).toHaveLength(1);
+      expect(errors[0]).toMatch(/s3:\/\/backups\/etcd/);
+      expect(proxy.stats.requests).toBeGreaterThanOrEqual(3); // tried, then retried twice
+      expect(await exists(down.dataDir)).toBe(false);
+    } finally {
+      await proxy.stop();
+      await s3.stop();
+    }
+  });
+
+  it('refuses every misuse with exit 2 and one line, touching nothing', async () => {
+    const store = `file://${join(dir, 'store')}`;
+    const target = join(dir, 'misuse');
+    const occupied = join(dir, 'occupied');
+    await mkdir(occupied, { recursive: true });
+    await writeFile(join(occupied, 'keep'), 'mine');
+    const cases: Array<[string[], RegExp]> = [
+      [['--data-dir', target], /store/],
+      [['--store', store], /data-dir/],
+      [['--store', store, '--data-dir', target, '--bogus'], /Unknown argument/i],
+      [['--store', 'ftp://x/y', '--data-dir', target], /unknown store scheme/],
+      [['--store', store, '--data-dir', occupied], /is not empty: pass --force/],
+      [['--store', store, '--data-dir', target, '--to-revision', '0'], /--to-revision/],
+      [
+        ['--store', store, '--data-dir', target, '--to-revision', String(chain.lastRevision + 1)],
+        /past the newest revision/,
+      ],
+      [['--store', store, '--data-dir', target, '--to-revision', '2'], /before the oldest full snapshot/],
+      [['--store', store, '--data-dir', target, '--to-time', 'yesterday'], /not an RFC 3339 time/],
+      [['--store', store, '--data-dir', target, '--to-time', '2026-01-01T00:00:00Z', '--to-revision', '5'], /give one/],
+      [['--store', store, '--data-dir', target, '--max-fetchers', '0'], /--max-fetchers/],
+      [['--store', store, '--data-dir', target, '--replay', 'magic'], /replay/],
+      [['--store', store, '--data-dir', target, '--snapshot', 'Full-00000000-00000001-1'], /no such full snapshot/],
+      [
+        ['--store', store, '--data-dir', target, '--name', 'a', '--initial-cluster', 'b=http://127.0.0.1:1'],
+        /does not name this member/,
+      ],
+    ];
+    for (const [args, reason] of cases) {
+      const res = await runProgram('etcd-restore', args);
+      expect({ args, code: res.code }).toEqual({ args, code: 2 });
+      expect(res.stderr.trim().split('\n')).toHaveLength(1);
+      expect(res.stderr).toMatch(reason);
+    }
+    expect(await exists(target)).toBe(false);
+    expect(await readFile(join(occupied, 'keep'), 'utf8')).toBe('mine');
+    expect((await readdir(dir)).filter((f) => f.startsWith('.'))).toEqual([]);
+  });
+});

@@ -1,0 +1,236 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { keyspaceFingerprint, LocalStore, listSnapshots, memberList } from '@etcd-steward/core';
+import { startCluster, writeWorkload } from '@etcd-steward/core/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  chainProblems,
+  etcdRevision,
+  metric,
+  restoreNewestChain,
+  type SidecarProcess,
+  snapshotsReach,
+  startSidecar,
+  startWriter,
+  waitFor,
+} from './sidecar-helpers.js';
+
+const run = promisify(execFile);
+
+describe('etcd-snapshot run (sidecar as a process, real etcd, steady writes)', () => {
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'sidecar-run-'));
+  });
+
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('1 member: deltas and fulls form one chain that restores the exact keyspace; the HTTP API answers as ebr', async () => {
+    const cluster = await startCluster();
+    const storeDir = join(dir, 'store-1');
+    let sidecar: SidecarProcess | undefined;
+    try {
+      const client = cluster.client();
+      sidecar = await startSidecar({
+        endpoint: cluster.endpoints[0],
+        store: `file://${storeDir}`,
+        dir: join(dir, 'sidecar-1'),
+      });
+      const { url } = sidecar;
+      const writer = startWriter(client, { concurrency: 32 });
+      await waitFor(
+        'the first delta',
+        async () => ((await metric(url, 'etcdbr_snapshot_latest_revision', 'kind="Incr"')) ?? 0) > 0,
+      );
+
+      const full = await fetch(`${url}/snapshot/full`, { method: 'POST' });
+      expect(full.status).toBe(200);
+      expect(await full.json()).toMatchObject({
+        kind: 'Full',
+        startRevision: 0,
+        isFinal: false,
+        prefix: 'v2/',
+        compressionSuffix: '.zst',
+      });
+      // ebr's handlers ignore the method; etcd-wrapper uses GET
+      const delta = await fetch(`${url}/snapshot/delta`);
+      expect(delta.status).toBe(200);
+      expect(await delta.json()).toMatchObject({ kind: 'Incr', isChunk: false });
+      await new Promise((r) => setTimeout(r, 4_000));
+      const written = await writer.stop();
+      console.log(
+        `1-member writer: ${written.writes} writes in ${written.seconds.toFixed(1)} s = ${written.perSecond}/s`,
+      );
+
+      const source = await keyspaceFingerprint(client);
+      await waitFor('the deltas to reach the last revision', () => snapshotsReach(url, source.revision));
+      const latest = await (await fetch(`${url}/snapshot/latest`)).json();
+      expect(latest.fullSnapshot).toMatchObject({ kind: 'Full' });
+      expect(latest.deltaSnapshots.at(-1)).toMatchObject({ kind: 'Incr', lastRevision: source.revision });
+
+      expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ health: true });
+      expect((await fetch(`${url}/snapshot/full`, { method: 'DELETE' })).status).toBe(405);
+      expect((await fetch(`${url}/snapshot/full?final=maybe`)).status).toBe(400);
+      expect((await fetch(`${url}/snapshot/full?path=/etc/passwd`)).status).toBe(400);
+      expect((await fetch(`${url}/../../etc/passwd`)).status).toBe(404);
+      expect(await (await fetch(`${url}/initialization/status`)).text()).toBe('New');
+      expect((await fetch(`${url}/initialization/start?mode=sanity&failbelowrevision=12`)).status).toBe(200);
+      expect(await (await fetch(`${url}/initialization/status`)).text()).toBe('Successful');
+      expect(await (await fetch(`${url}/initialization/status`)).text()).toBe('New');
+      const metrics = await (await fetch(`${url}/metrics`)).text();
+      for (const name of [
+        'etcdbr_snapshot_duration_seconds',
+        'etcd_snapshot_spool_deltas',
+        'etcd_snapshot_watch_lag_revisions',
+        'process_resident_memory_bytes',
+      ]) {
+        expect(metrics).toContain(name);
+      }
+
+      expect(await sidecar.stop()).toBe(0);
+      sidecar = undefined;
+      const store = new LocalStore(storeDir);
+      expect(chainProblems(await listSnapshots(store))).toEqual([]);
+      const restored = await restoreNewestChain(store, join(dir, 'restore-1'));
+      expect(restored.deltas).toBeGreaterThan(0);
+      expect({ revision: restored.revision, keys: restored.keys, sha256: restored.sha256 }).toEqual(source);
+
+      // While no sidecar watched, etcd moved on and compacted its history: the next start cannot watch from
+      // where the store ends, says so and takes a full snapshot at once. Then SIGTERM with --final-snapshot.
+      for (let i = 0; i < 50; i++) await client.put(`/after/${i}`).value('x').exec();
+      const compactedAt = await etcdRevision(client);
+      await client.kv.compact({ revision: String(compactedAt), physical: true });
+      sidecar = await startSidecar({
+        endpoint: cluster.endpoints[0],
+        store: `file://${storeDir}`,
+        dir: join(dir, 'sidecar-1'),
+        args: ['--final-snapshot'],
+      });
+      await waitFor(
+        'a full snapshot after compaction',
+        async () => (await metric(sidecar!.url, 'etcd_snapshot_watch_compacted_total')) === 1,
+      );
+      await waitFor('the full snapshot', () => snapshotsReach(sidecar!.url, compactedAt));
+      expect(await sidecar.log()).toMatch(/etcd compacted its history past the revision the next delta needs/);
+      expect(await sidecar.stop()).toBe(0);
+      sidecar = undefined;
+      const after = await listSnapshots(store);
+      expect(after.filter((e) => e.kind === 'Full' && e.lastRevision === compactedAt).map((e) => e.final)).toEqual([
+        false,
+        true,
+      ]);
+      expect(chainProblems(after)).toEqual([]);
+    } finally {
+      await sidecar?.kill();
+      await cluster.stop();
+    }
+  });
+
+  it('deltas keep flowing while a full snapshot is taken; the one it cuts through is trimmed to start after it', async () => {
+    const cluster = await startCluster();
+    const storeDir = join(dir, 'store-trim');
+    let sidecar: SidecarProcess | undefined;
+    try {
+      const client = cluster.client();
+      // ~30 MB, so that a full snapshot takes long enough for several deltas to be written meanwhile
+      await writeWorkload(client, { keys: 30_000, valueSize: 1024, prefix: '/big/' });
+      sidecar = await startSidecar({
+        endpoint: cluster.endpoints[0],
+        store: `file://${storeDir}`,
+        dir: join(dir, 'sidecar-trim'),
+        // a delta every few hundred ms: some are written while each full snapshot streams
+        args: ['--delta-snapshot-memory-limit', '64Ki'],
+      });
+      const { url } = sidecar;
+      await waitFor('the start-up full snapshot', () => snapshotsReach(url, 1));
+      const writer = startWriter(client, { concurrency: 4 });
+      for (let i = 0; i < 4; i++) {
+        await new Promise((r) => setTimeout(r, 500));
+        expect((await fetch(`${url}/snapshot/full`, { method: 'POST' })).status).toBe(200);
+      }
+      await new Promise((r) => setTimeout(r, 500));
+      await writer.stop();
+      const source = await keyspaceFingerprint(client);
+      await waitFor('the deltas to reach the last revision', () => snapshotsReach(url, source.revision));
+      expect(await sidecar.stop()).toBe(0);
+      expect(await sidecar.log()).toMatch(/trimmed a spooled delta to start after the full snapshot/);
+      sidecar = undefined;
+      const store = new LocalStore(storeDir);
+      expect(chainProblems(await listSnapshots(store))).toEqual([]);
+      const restored = await restoreNewestChain(store, join(dir, 'restore-trim'));
+      expect({ revision: restored.revision, keys: restored.keys, sha256: restored.sha256 }).toEqual(source);
+    } finally {
+      await sidecar?.kill();
+      await cluster.stop();
+    }
+  });
+
+  it('3 members: only the leader snapshots, a leadership change hands over with no gap or overlap', async () => {
+    const cluster = await startCluster({ members: 3 });
+    const storeDir = join(dir, 'store-3');
+    const sidecars: SidecarProcess[] = [];
+    try {
+      const client = cluster.client();
+      for (const [i, endpoint] of cluster.endpoints.entries()) {
+        sidecars.push(await startSidecar({ endpoint, store: `file://${storeDir}`, dir: join(dir, `sidecar-3-${i}`) }));
+      }
+      const writer = startWriter(client, { concurrency: 32 });
+      const leaderIndex = async () => {
+        const flags = await Promise.all(sidecars.map((s) => metric(s.url, 'etcd_snapshot_leader')));
+        return flags.filter((f) => f === 1).length === 1 ? flags.indexOf(1) : undefined;
+      };
+      const first = await waitFor('one leading sidecar', leaderIndex);
+      await waitFor(
+        'deltas from the leader',
+        async () => ((await metric(sidecars[first].url, 'etcdbr_snapshot_latest_revision', 'kind="Incr"')) ?? 0) > 0,
+      );
+      const follower = sidecars[(first + 1) % 3];
+      // Followers pass triggers on to the leader's sidecar, which ebr finds on the same port at the leader's
+      // host; every sidecar here shares 127.0.0.1, so the follower reaches itself, refuses a second hop and
+      // says where the leader is.
+      const refused = await fetch(`${follower.url}/snapshot/full`, { method: 'POST' });
+      expect(refused.status).toBe(503);
+      expect((await refused.json()).error).toMatch(/does not take snapshots/);
+
+      // Hand the lead to another member while the writes go on.
+      const members = await memberList({ endpoints: cluster.endpoints });
+      const target = members.find((m) => m.clientUrls[0] !== cluster.endpoints[first])!;
+      await run('etcdctl', ['--endpoints', cluster.endpoints[first], 'move-leader', BigInt(target.id).toString(16)], {
+        env: { ...process.env, ETCDCTL_API: '3' },
+      });
+      const second = await waitFor('the lead to move', async () => {
+        const i = await leaderIndex();
+        return i !== undefined && i !== first ? i : undefined;
+      });
+      const newLeader = sidecars[second];
+      await waitFor(
+        'deltas from the new leader',
+        async () => ((await metric(newLeader.url, 'etcdbr_snapshot_latest_revision', 'kind="Incr"')) ?? 0) > 0,
+      );
+      await new Promise((r) => setTimeout(r, 2_000));
+      const written = await writer.stop();
+      console.log(
+        `3-member writer: ${written.writes} writes in ${written.seconds.toFixed(1)} s = ${written.perSecond}/s`,
+      );
+
+      const source = await keyspaceFingerprint(client);
+      expect(source.revision).toBe(await etcdRevision(client));
+      await waitFor('the new leader to reach the last revision', () => snapshotsReach(newLeader.url, source.revision));
+      for (const s of sidecars.splice(0)) expect(await s.stop()).toBe(0);
+
+      const entries = await listSnapshots(new LocalStore(storeDir));
+      expect(chainProblems(entries)).toEqual([]);
+      const restored = await restoreNewestChain(new LocalStore(storeDir), join(dir, 'restore-3'));
+      expect({ revision: restored.revision, keys: restored.keys, sha256: restored.sha256 }).toEqual(source);
+    } finally {
+      await Promise.all(sidecars.map((s) => s.kill()));
+      await cluster.stop();
+    }
+  });
+});
