@@ -1,20 +1,23 @@
-// The demo README points to: a throwaway etcd and a local-directory store; snapshot, break, restore, verify.
+// The demo README points to: a throwaway etcd and a local-directory store; a full snapshot, the sidecar
+// writing delta snapshots while writes go on, then break the data dir, restore full + deltas, verify.
 // Runs the real programs as a user would. Run through scripts/demo, which sets up and builds first.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createEtcdClient, EtcdProcess, findEtcdBinaries, keyspaceFingerprint } from '@etcd-steward/core';
+import { createEtcdClient, EtcdProcess, findEtcdBinaries, freePort, keyspaceFingerprint } from '@etcd-steward/core';
 import { startCluster, writeWorkload } from '@etcd-steward/core/testing';
 
 const root = new URL('..', import.meta.url).pathname;
 const step = (text: string) => console.log(`\n==> ${text}`);
+const bin = (name: string) => join(root, `packages/${name.replace('etcd-', '')}/bin/${name}.js`);
 const program = (name: string, args: string[]) => {
   console.log(`$ ${name} ${args.join(' ')}`);
-  execFileSync(process.execPath, [join(root, `packages/${name.replace('etcd-', '')}/bin/${name}.js`), ...args], {
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
+  execFileSync(process.execPath, [bin(name), ...args], { stdio: ['ignore', 'inherit', 'inherit'] });
 };
+const describe = (f: { keys: number; revision: number; sha256: string }) =>
+  `${f.keys} keys at revision ${f.revision}, fingerprint ${f.sha256.slice(0, 16)}…`;
 
 const work = await mkdtemp(join(tmpdir(), 'etcd-steward-demo-'));
 const store = `file://${join(work, 'store')}`;
@@ -24,13 +27,24 @@ try {
   step(`a throwaway etcd at ${cluster.endpoints[0]}; writing 20,000 keys (puts, txns, deletes, leased keys)`);
   const client = cluster.client();
   await writeWorkload(client, { keys: 20_000, valueSize: 200 });
-  const before = await keyspaceFingerprint(client);
-  console.log(
-    `keyspace: ${before.keys} keys at revision ${before.revision}, fingerprint ${before.sha256.slice(0, 16)}…`,
-  );
 
-  step('full snapshot into a local-directory store');
+  step('a full snapshot into a local-directory store');
   program('etcd-snapshot', ['save', '--endpoints', cluster.endpoints[0], '--store', store]);
+
+  step('the sidecar (etcd-snapshot run) writes delta snapshots while 5,000 more keys are written');
+  const sidecarArgs = [
+    'run',
+    ...['--endpoints', cluster.endpoints[0], '--store', store, '--delta-snapshot-period', '1s'],
+    ...['--spool-dir', join(work, 'spool'), '--server-host', '127.0.0.1', '--server-port', String(await freePort())],
+  ];
+  console.log(`$ etcd-snapshot ${sidecarArgs.join(' ')} &`);
+  const sidecar = spawn(process.execPath, [bin('etcd-snapshot'), ...sidecarArgs], { stdio: 'ignore' });
+  await writeWorkload(client, { keys: 5_000, valueSize: 200, seed: 2, prefix: '/later/' });
+  const before = await keyspaceFingerprint(client);
+  console.log(`keyspace now: ${describe(before)}`);
+  await new Promise((resolve) => setTimeout(resolve, 2000));
+  sidecar.kill('SIGTERM'); // it writes what it has watched as a last delta, then exits
+  await once(sidecar, 'exit');
   program('etcd-snapshot', ['list', '--store', store]);
 
   step('breaking etcd: stop it and delete its data dir');
@@ -39,7 +53,7 @@ try {
   await rm(member.dataDir, { recursive: true, force: true });
   console.log(`deleted ${member.dataDir}`);
 
-  step('restoring the data dir from the store');
+  step('restoring the data dir from the store: the full snapshot, then the deltas after it');
   program('etcd-restore', ['--store', store, '--data-dir', member.dataDir, '--name', member.name]);
 
   step('starting etcd on the restored data dir and comparing keyspaces');
@@ -53,9 +67,7 @@ try {
   const after = createEtcdClient({ endpoints: [restored.clientUrl] });
   const fingerprint = await keyspaceFingerprint(after);
   after.close();
-  console.log(
-    `keyspace: ${fingerprint.keys} keys at revision ${fingerprint.revision}, fingerprint ${fingerprint.sha256.slice(0, 16)}…`,
-  );
+  console.log(`restored keyspace: ${describe(fingerprint)}`);
   if (JSON.stringify(fingerprint) !== JSON.stringify(before)) {
     console.error('\nFAILED: the restored keyspace differs from the original');
     process.exitCode = 1;

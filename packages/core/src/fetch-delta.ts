@@ -7,7 +7,7 @@ import { DELTA_TRAILER, DeltaDecoder, type DeltaEvent } from './delta-format.js'
 import { IntegrityError } from './errors.js';
 import type { CatalogEntry } from './snapshot-catalog.js';
 import type { SnapStore } from './store/snapstore.js';
-import { METADATA_SHA256 } from './take-full-snapshot.js';
+import { StoredDigest, verifyStoredDigest } from './stored-digest.js';
 
 /** What a fetched delta turned out to be. */
 export interface DeltaFacts {
@@ -30,32 +30,17 @@ export async function fetchDelta(
   options: { signal?: AbortSignal } = {},
 ): Promise<DeltaFacts> {
   const label = `${store.location}/${entry.name}`;
-  const stored = createHash('sha256');
-  let storedSize = 0;
+  const stored = new StoredDigest();
   const check = new DeltaTrailerCheck(label);
-  await pipeline(
-    await store.get(entry.name),
-    new Transform({
-      transform(chunk: Buffer, _enc, done) {
-        stored.update(chunk);
-        storedSize += chunk.length;
-        done(null, chunk);
-      },
-    }),
-    decompressor(entry.compression),
-    check,
-    createWriteStream(file),
-    { signal: options.signal },
-  ).catch((err) => {
+  await pipeline(await store.get(entry.name), stored, decompressor(entry.compression), check, createWriteStream(file), {
+    signal: options.signal,
+  }).catch((err) => {
     throw isDecompressionError(err)
       ? new IntegrityError(`${label} is damaged: it does not decompress (${(err as Error).message})`, { cause: err })
       : err;
   });
-  const expected = entry.metadata[METADATA_SHA256];
-  if (expected && expected !== stored.digest('hex')) {
-    throw new IntegrityError(`${label} is damaged: its bytes do not match the sha256 recorded when it was stored`);
-  }
-  return { storedSize, size: check.size };
+  await verifyStoredDigest(store, entry, stored, label);
+  return { storedSize: stored.size, size: check.size };
 }
 
 /** Passes a decompressed delta through and fails at its end unless the last 32 bytes are the sha256 of the rest. */

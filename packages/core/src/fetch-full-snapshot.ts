@@ -1,6 +1,4 @@
-import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { decompressor } from './compression.js';
 import { IntegrityError } from './errors.js';
@@ -9,7 +7,7 @@ import { type Logger, silentLogger } from './logger.js';
 import { byteProgress } from './progress.js';
 import type { CatalogEntry } from './snapshot-catalog.js';
 import type { SnapStore } from './store/snapstore.js';
-import { METADATA_SHA256 } from './take-full-snapshot.js';
+import { StoredDigest, verifyStoredDigest } from './stored-digest.js';
 
 /**
  * Downloads a full snapshot into `file`, decompressed, and verifies it on the way: the stored bytes
@@ -23,26 +21,18 @@ export async function fetchFullSnapshot(
   options: { logger?: Logger; signal?: AbortSignal } = {},
 ): Promise<FullSnapshotFacts> {
   const label = `${store.location}/${entry.name}`;
-  const stored = createHash('sha256');
+  const stored = new StoredDigest();
   const check = new FullSnapshotCheck(label);
   await pipeline(
     await store.get(entry.name),
-    new Transform({
-      transform(chunk: Buffer, _enc, done) {
-        stored.update(chunk);
-        done(null, chunk);
-      },
-    }),
+    stored,
     byteProgress(options.logger ?? silentLogger, 'download', entry.size),
     decompressor(entry.compression),
     check,
     createWriteStream(file),
     { signal: options.signal },
   );
-  const expected = entry.metadata[METADATA_SHA256];
-  if (expected && expected !== stored.digest('hex')) {
-    throw new IntegrityError(`${label} is damaged: its bytes do not match the sha256 recorded when it was stored`);
-  }
+  await verifyStoredDigest(store, entry, stored, label);
   const facts = check.facts();
   // ebr names a full snapshot with a revision read just before it streams the db (etcd#9037), so the content
   // may be newer than the name; older would be a damaged or misnamed object.

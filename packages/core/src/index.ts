@@ -42,3 +42,4 @@ export * from './bbolt-file.js';
 export * from './bbolt-page-writer.js';
 export * from './etcd-backend-records.js';
 export * from './direct-replay-engine.js';
+export * from './stored-digest.js';

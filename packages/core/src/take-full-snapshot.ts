@@ -1,8 +1,6 @@
-import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { coalesce } from './coalesce.js';
 import { type CompressionPolicy, compressionSuffix, compressor } from './compression.js';
@@ -15,6 +13,7 @@ import { byteProgress } from './progress.js';
 import { parseSnapshotName, type SnapshotRef, snapshotName } from './snapshot-name.js';
 import { openSnapshotStream } from './snapshot-stream.js';
 import type { SnapStore } from './store/snapstore.js';
+import { METADATA_SHA256, StoredDigest } from './stored-digest.js';
 
 export interface FullSnapshotOptions {
   /** Status and the snapshot itself streams over its own HTTP/2 connection (snapshot-stream.ts). */
@@ -41,7 +40,6 @@ export interface SavedFullSnapshot {
 }
 
 /** Object metadata we add; ebr ignores it. Lower-case keys so every provider keeps them. */
-export const METADATA_SHA256 = 'sha256';
 export const METADATA_ETCD_VERSION = 'etcd-version';
 
 /**
@@ -58,8 +56,7 @@ export async function takeFullSnapshot(options: FullSnapshotOptions): Promise<Sa
   try {
     const temp = join(workDir, 'snapshot');
     const check = new FullSnapshotCheck('the snapshot etcd sent');
-    const storedHash = createHash('sha256');
-    let storedSize = 0;
+    const stored = new StoredDigest();
     await pipeline(
       openSnapshotStream(options.connection, { endpoint, token, signal: options.signal }),
       coalesce(),
@@ -67,13 +64,7 @@ export async function takeFullSnapshot(options: FullSnapshotOptions): Promise<Sa
       byteProgress(logger, 'snapshot', status.dbSize),
       check,
       compressor(options.compression),
-      new Transform({
-        transform(chunk: Buffer, _enc, done) {
-          storedHash.update(chunk);
-          storedSize += chunk.length;
-          done(null, chunk);
-        },
-      }),
+      stored,
       createWriteStream(temp),
       { signal: options.signal },
     );
@@ -88,14 +79,14 @@ export async function takeFullSnapshot(options: FullSnapshotOptions): Promise<Sa
     });
     await options.store.put(name, createReadStream(temp), {
       signal: options.signal,
-      metadata: { [METADATA_SHA256]: storedHash.digest('hex'), [METADATA_ETCD_VERSION]: status.version },
+      metadata: { [METADATA_SHA256]: stored.sha256(), [METADATA_ETCD_VERSION]: status.version },
     });
     const ref = parseSnapshotName(name)!;
     const result = {
       ref,
       revision: facts.revision,
       dbSize: facts.size,
-      storedSize,
+      storedSize: stored.size,
       etcdVersion: status.version,
       durationMs: Date.now() - started,
     };
@@ -103,7 +94,7 @@ export async function takeFullSnapshot(options: FullSnapshotOptions): Promise<Sa
       name,
       revision: facts.revision,
       dbBytes: facts.size,
-      storedBytes: storedSize,
+      storedBytes: stored.size,
     });
     return result;
   } finally {
