@@ -13,18 +13,38 @@ const bins: Record<string, string> = {
 };
 
 /** Runs a built program as a user would (a separate Node process), never throwing on a non-zero exit. */
-export function runProgram(program: keyof typeof bins | string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<ProgramResult> {
+export function runProgram(
+  program: keyof typeof bins | string,
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<ProgramResult> {
   const bin = fileURLToPath(new URL(bins[program], import.meta.url));
   return new Promise((resolve) => {
-    execFile(process.execPath, [bin, ...args], { env: { ...process.env, ...env }, maxBuffer: 64 << 20 }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [bin, ...args],
+      { env: { ...process.env, ...env }, maxBuffer: 64 << 20 },
+      (err, stdout, stderr) => {
+        const code = err
+          ? typeof (err as { code?: unknown }).code === 'number'
+            ? (err as { code: number }).code
+            : 1
+          : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
   });
 }
 
 /** Starts a built program without waiting for it, for tests that stop it midway (SIGTERM, SIGKILL). */
-export function startProgram(program: keyof typeof bins | string, args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
+export function startProgram(
+  program: keyof typeof bins | string,
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): ChildProcess {
   const bin = fileURLToPath(new URL(bins[program], import.meta.url));
-  return spawn(process.execPath, [bin, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  return spawn(process.execPath, [bin, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
 }

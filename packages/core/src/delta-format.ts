@@ -163,9 +163,9 @@ export class DeltaDecoder extends Transform {
         // Base64 values are most of a delta: jump to the closing quote (or an escape) at native speed.
         const quote = chunk.indexOf(0x22, i);
         const end = quote === -1 ? chunk.length : quote;
-        const escape = chunk.subarray(i, end).indexOf(0x5c);
-        if (escape !== -1) {
-          i += escape;
+        const backslash = chunk.subarray(i, end).indexOf(0x5c);
+        if (backslash !== -1) {
+          i += backslash;
           this.escaped = true;
         } else if (quote === -1) {
           i = chunk.length - 1;

@@ -1,4 +1,3 @@
-import type { Etcd3 } from 'etcd3';
 import { errorMessage, OperationError, UsageError } from './errors.js';
 import type { EtcdConnection } from './etcd-client.js';
 import { etcdAuthToken, grpcUnary } from './etcd-grpc.js';
@@ -45,31 +44,6 @@ export async function memberStatus(
     memberId: String(varint(header, 2)),
     revision: Number(varint(header, 3)),
   };
-}
-
-/** @deprecated use memberStatus: it needs no etcd3 client. */
-export async function etcdStatus(client: Etcd3, endpoints: string[], timeoutMs = 10_000): Promise<EtcdStatus> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs / 1000}s`)), timeoutMs);
-  });
-  try {
-    const status = await Promise.race([client.maintenance.status(), timeout]);
-    return {
-      version: status.version,
-      dbSize: Number(status.dbSize),
-      leader: String(status.leader),
-      memberId: String(status.header.member_id),
-      revision: Number(status.header.revision),
-    };
-  } catch (err) {
-    throw new OperationError(
-      `cannot reach etcd at ${endpoints.join(',')}: ${errorMessage(err)}; check --endpoints (and --cacert/--cert/--key for TLS) and that etcd is running`,
-      { cause: err },
-    );
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** A member that answered: where, what it said, and (with a user) the auth token it issued. */

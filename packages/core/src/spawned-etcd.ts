@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import https from 'node:https';
-import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { OperationError } from './errors.js';
 import type { EtcdBinaries } from './etcd-binaries.js';

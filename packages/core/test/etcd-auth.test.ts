@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalStore } from '../src/store/local.js';
 import { takeFullSnapshot } from '../src/take-full-snapshot.js';
-import { type TestCluster, startCluster } from '../src/testing/etcd-cluster.js';
+import { startCluster, type TestCluster } from '../src/testing/etcd-cluster.js';
 
 const run = promisify(execFile);
 

@@ -10,7 +10,10 @@ export function formatSnapshotTable(entries: CatalogEntry[]): string {
       e.kind,
       String(e.startRevision),
       String(e.lastRevision),
-      new Date(e.createdAt * 1000).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ''),
+      new Date(e.createdAt * 1000)
+        .toISOString()
+        .replace('T', ' ')
+        .replace(/\.\d+Z$/, ''),
       String(e.size),
       COMPRESSION[e.compression] ?? e.compression,
       e.final ? 'yes' : '',
@@ -18,5 +21,12 @@ export function formatSnapshotTable(entries: CatalogEntry[]): string {
     ]),
   ];
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
-  return `${rows.map((r) => r.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd()).join('\n')}\n`;
+  return `${rows
+    .map((r) =>
+      r
+        .map((c, i) => c.padEnd(widths[i]))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n')}\n`;
 }

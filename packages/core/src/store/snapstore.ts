@@ -29,6 +29,9 @@ export interface PutOptions {
 /** Runs `request`, perhaps more than once; `signal` ends the waiting between attempts. */
 export type RequestSender = <T>(request: () => Promise<T>, signal?: AbortSignal) => Promise<T>;
 
+/** The sender a provider uses when no retry wrapper handed it one: each request once. */
+export const sendOnce: RequestSender = (request) => request();
+
 export interface GetOptions {
   /** Start reading at this byte: the retry wrapper resumes an interrupted download with it. */
   offset?: number;

@@ -12,15 +12,13 @@ import {
   type GetOptions,
   ObjectNotFoundError,
   type PutOptions,
-  type RequestSender,
   type SnapStore,
   type StoredObject,
+  sendOnce,
 } from '../snapstore.js';
 import { AZURE_CREDENTIAL_ENV, AZURE_CREDENTIAL_FIELDS, type AzureConfig, azureConfig } from './config.js';
 import { azureFailure } from './errors.js';
 import { fromAzureMetadata, toAzureMetadata } from './metadata-names.js';
-
-const sendOnce: RequestSender = (request) => request();
 
 // Each request is made once: retries are RetryingStore's.
 const PIPELINE: StoragePipelineOptions = { retryOptions: { maxTries: 1 }, keepAliveOptions: { enable: true } };

@@ -11,14 +11,13 @@ import {
   type GetOptions,
   ObjectNotFoundError,
   type PutOptions,
-  type RequestSender,
   type SnapStore,
   type StoredObject,
+  sendOnce,
 } from '../snapstore.js';
 import { type GcsConfig, GOOGLE_CREDENTIALS_ENV, gcsConfig } from './config.js';
 import { startSession, uploadResumable } from './resumable-upload.js';
 
-const sendOnce: RequestSender = (request) => request();
 const GOOGLE_ENDPOINT = 'https://storage.googleapis.com';
 
 interface Clients {

@@ -21,13 +21,12 @@ import {
   type RequestSender,
   type SnapStore,
   type StoredObject,
+  sendOnce,
 } from '../snapstore.js';
 import { createS3Client } from './client.js';
 import { type S3Config, s3Config } from './config.js';
 import { s3Failure } from './errors.js';
 import { PutRequests } from './put-requests.js';
-
-const sendOnce: RequestSender = (request) => request();
 
 /**
  * A bucket (and prefix) on S3 or an S3-compatible server. Uploads stream through lib-storage's Upload:
