@@ -3,8 +3,8 @@
  * test server (fauxqs for S3, the GCS test server, azurite, and a local directory), each upload in a process
  * of its own, so that its peak RSS is the uploader's alone. Prints a table; docs/stores.md records the figures.
  *
- *   node scripts/bench/store-upload.ts [--size-mb 1024] [--providers s3,gcs,azure,local] [--part-size 8MiB]
- *                                      [--parts-in-flight 4] [--heap-mb N]
+ *   node scripts/bench/store-upload.ts [--size-mb 1024] [--providers s3,gcs,azure,local] [--part-size 5MiB]
+ *                                      [--parts-in-flight 2] [--heap-mb N]
  *
  * `--heap-mb` runs the uploads with `--max-old-space-size=N`. V8 lets dead buffers (each part, each chunk of
  * the source) pile up in proportion to its heap limit before it collects them; the uploads need a small heap
@@ -83,8 +83,8 @@ async function main(): Promise<void> {
     options: {
       'size-mb': { type: 'string', default: '1024' },
       providers: { type: 'string', default: 's3,gcs,azure,local' },
-      'part-size': { type: 'string', default: '8MiB' },
-      'parts-in-flight': { type: 'string', default: '4' },
+      'part-size': { type: 'string', default: '5MiB' },
+      'parts-in-flight': { type: 'string', default: '2' },
       'heap-mb': { type: 'string' },
     },
   });

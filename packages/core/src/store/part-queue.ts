@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import { collectGarbage } from '../memory-bound.js';
 
 /**
  * Streams a body to a store in parts, the shape of lib-storage's Upload: cut into `partSize` pieces, at most
@@ -38,7 +39,10 @@ export async function sendInParts(body: Readable, options: PartQueueOptions, sen
           failure ??= { error };
           stop(error);
         })
-        .finally(() => inFlight.delete(sending));
+        .finally(() => {
+          inFlight.delete(sending);
+          collectGarbage('major'); // the part sent is garbage now: see memory-bound.ts
+        });
       inFlight.add(sending);
       if (inFlight.size >= options.partsInFlight) await Promise.race(inFlight);
     }

@@ -19,8 +19,8 @@ export interface PartSizeRules {
   multipleOf?: number;
 }
 
-export const DEFAULT_PART_SIZE = 8 * 1024 * 1024;
-export const DEFAULT_PARTS_IN_FLIGHT = 4;
+export const DEFAULT_PART_SIZE = 5 * 1024 * 1024;
+export const DEFAULT_PARTS_IN_FLIGHT = 2;
 export const DEFAULT_TIMEOUT_MS = 60_000;
 
 export function transferOptions(query: QueryOptions, rules: PartSizeRules, where: string): TransferOptions {

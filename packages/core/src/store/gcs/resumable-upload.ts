@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { IntegrityError, OperationError } from '../../errors.js';
+import { collectGarbage } from '../../memory-bound.js';
 import { cutIntoParts } from '../part-queue.js';
 import { withTimeout } from '../request-timeout.js';
 import { TransientError } from '../retry.js';
@@ -73,6 +74,7 @@ export async function uploadResumable(
       if (held) {
         await sendChunk(session, held, offset, undefined, options);
         offset += held.length;
+        collectGarbage('major'); // the chunk sent is garbage now: see memory-bound.ts
       }
       md5.update(chunk);
       held = chunk;

@@ -10,6 +10,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
+import { collectGarbage } from '../../memory-bound.js';
 import type { StoreLocation } from '../location.js';
 import { checkMetadata } from '../metadata.js';
 import { checkObjectName, listingPrefix, nameOfKey, objectKey } from '../object-name.js';
@@ -79,6 +80,7 @@ export class S3Store implements SnapStore {
         ...(this.config.sse?.type === 'aws:kms' && { SSEKMSKeyId: this.config.sse.kmsKeyId }),
       },
     });
+    upload.on('httpUploadProgress', () => collectGarbage('major')); // a part sent is garbage now: memory-bound.ts
     const onAbort = () => requests.abortController.abort(signal?.reason);
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
