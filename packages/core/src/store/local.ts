@@ -159,5 +159,19 @@ export async function openLocalStore(location: StoreLocation): Promise<SnapStore
   } catch (err) {
     throw new UsageError(`--store ${location.url.href}: cannot create directory ${root} (${(err as Error).message})`);
   }
+  await removeStaleTemps(join(root, TEMP_DIR));
   return new LocalStore(root);
+}
+
+/** A put being written touches its temp file continually; one untouched for an hour was left by a killed writer. */
+const STALE_TEMP_MS = 60 * 60 * 1000;
+
+async function removeStaleTemps(dir: string): Promise<void> {
+  const names = await readdir(dir).catch(() => [] as string[]);
+  const cutoff = Date.now() - STALE_TEMP_MS;
+  for (const name of names) {
+    const path = join(dir, name);
+    const st = await stat(path).catch(() => undefined);
+    if (st && st.mtimeMs < cutoff) await rm(path, { force: true });
+  }
 }
