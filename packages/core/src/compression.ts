@@ -30,15 +30,22 @@ export function parseCompressionPolicy(value: string): CompressionPolicy {
 export function compressor(policy: CompressionPolicy): Transform {
   switch (policy) {
     case 'zstd':
-      return zlib.createZstdCompress({ params: { [zlib.constants.ZSTD_c_compressionLevel]: 1 } });
+      return zlib.createZstdCompress({ ...OVERLAP, params: { [zlib.constants.ZSTD_c_compressionLevel]: 1 } });
     case 'gzip':
-      return zlib.createGzip({ level: 6 });
+      return zlib.createGzip({ ...OVERLAP, level: 6 });
     case 'zlib':
-      return zlib.createDeflate({ level: 6 });
+      return zlib.createDeflate({ ...OVERLAP, level: 6 });
     case 'none':
       return new PassThrough();
   }
 }
+
+/**
+ * Compression runs on libuv's thread pool. With the default 16 KiB buffers a compressor refuses the next
+ * chunk until it has finished the last, so receiving and compressing take turns; 4 MiB lets them overlap
+ * (a 276 MB snapshot: 3.6 → 2.3 s; scripts/bench/snapshot-save.ts).
+ */
+const OVERLAP = { writableHighWaterMark: 4 << 20, readableHighWaterMark: 4 << 20 };
 
 /** A decompressing stream for an object's name suffix. */
 export function decompressor(suffix: CompressionSuffix): Transform {

@@ -77,10 +77,13 @@ export async function takeFullSnapshot(options: FullSnapshotOptions): Promise<Sa
       compression: compressionSuffix(options.compression),
       final: options.final ?? false,
     });
-    await options.store.put(name, createReadStream(temp), {
+    const put = {
       signal: options.signal,
       metadata: { [METADATA_SHA256]: stored.sha256(), [METADATA_ETCD_VERSION]: status.version },
-    });
+    };
+    await (options.store.putFile
+      ? options.store.putFile(name, temp, put)
+      : options.store.put(name, createReadStream(temp), put));
     const ref = parseSnapshotName(name)!;
     const result = {
       ref,

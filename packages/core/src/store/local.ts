@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, type Dirent } from 'node:fs';
+import { createReadStream, createWriteStream, type Dirent } from 'node:fs';
 import { type FileHandle, mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -33,12 +33,44 @@ export class LocalStore implements SnapStore {
   }
 
   async put(name: string, body: Readable, options: PutOptions = {}): Promise<void> {
-    const target = this.path(name);
     checkMetadata(options.metadata);
-    const temp = join(this.root, TEMP_DIR, `${randomBytes(8).toString('hex')}.part`);
-    await mkdir(dirname(temp), { recursive: true });
+    const temp = await this.tempPath();
     try {
       await pipeline(body, createWriteStream(temp), { signal: options.signal });
+    } catch (err) {
+      await rm(temp, { force: true });
+      throw err;
+    }
+    await this.commit(temp, name, options);
+  }
+
+  /**
+   * Moves a finished local file (which it consumes) into the store: a rename when it is on the store's file
+   * system, saving a copy of a whole snapshot, else a copy.
+   */
+  async putFile(name: string, path: string, options: PutOptions = {}): Promise<void> {
+    checkMetadata(options.metadata);
+    const temp = await this.tempPath();
+    try {
+      await rename(path, temp);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
+      await this.put(name, createReadStream(path), options);
+      return rm(path, { force: true });
+    }
+    await this.commit(temp, name, options);
+  }
+
+  private async tempPath(): Promise<string> {
+    const temp = join(this.root, TEMP_DIR, `${randomBytes(8).toString('hex')}.part`);
+    await mkdir(dirname(temp), { recursive: true });
+    return temp;
+  }
+
+  /** Makes a complete temp file the object: durable first, then visible by one rename. */
+  private async commit(temp: string, name: string, options: PutOptions): Promise<void> {
+    const target = this.path(name);
+    try {
       await fsyncPath(temp);
       if (options.metadata && Object.keys(options.metadata).length > 0) {
         await writeAtomically(this.metaPath(name), JSON.stringify(options.metadata), join(this.root, TEMP_DIR));

@@ -50,6 +50,8 @@ export interface SnapStore {
   /** A human-readable location for messages, without credentials, e.g. `s3://bucket/prefix`. */
   readonly location: string;
   put(name: string, body: Readable, options?: PutOptions): Promise<void>;
+  /** Optional: stores a finished local file, which it consumes (the local store renames it when it can). */
+  putFile?(name: string, path: string, options?: PutOptions): Promise<void>;
   /** Rejects with ObjectNotFoundError, before any byte is read, when there is no such object. */
   get(name: string, options?: GetOptions): Promise<Readable>;
   list(prefix?: string): Promise<StoredObject[]>;

@@ -1,7 +1,8 @@
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openStore } from '@etcd-steward/core';
+import { openStore, type SnapStore } from '@etcd-steward/core';
 import { describe, expect, it } from 'vitest';
 import { describeConformance } from './conformance.js';
 
@@ -29,6 +30,34 @@ describe('local store temp files', () => {
       expect(await readdir(join(root, '.tmp'))).toEqual(['writing.part']);
     } finally {
       await rm(root, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('local store putFile', () => {
+  it('moves a finished file into place, and copies it when it lives on another file system', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'store-local-putfile-'));
+    // /dev/shm is a tmpfs: a different file system from the temp dir on these machines
+    const elsewhere = await mkdtemp(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'putfile-'));
+    try {
+      const store = (await openStore(`file://${root}`)) as SnapStore & Required<Pick<SnapStore, 'putFile'>>;
+      for (const [dir, name] of [
+        [root, 'v2/same-fs'],
+        [elsewhere, 'v2/other-fs'],
+      ] as const) {
+        const file = join(dir, `${name.slice(3)}.tmp`);
+        await writeFile(file, `content of ${name}`);
+        await store.putFile(name, file, { metadata: { sha256: 'abc' } });
+        expect(existsSync(file)).toBe(false);
+        expect((await store.stat(name))?.metadata).toEqual({ sha256: 'abc' });
+        const chunks: Buffer[] = [];
+        for await (const c of await store.get(name)) chunks.push(c as Buffer);
+        expect(Buffer.concat(chunks).toString()).toBe(`content of ${name}`);
+      }
+      expect(await readdir(join(root, '.tmp'))).toEqual([]);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+      await rm(elsewhere, { recursive: true, force: true });
     }
   });
 });
