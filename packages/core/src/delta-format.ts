@@ -1,6 +1,7 @@
 import { createHash, type Hash } from 'node:crypto';
 import { Readable, Transform, type TransformCallback } from 'node:stream';
 import { IntegrityError } from './errors.js';
+import { SHA256_TRAILER } from './sha256-trailer.js';
 
 /*
  * A delta snapshot as ebr writes it (and reads it): a JSON array of
@@ -23,7 +24,7 @@ export interface DeltaEvent {
   time: string;
 }
 
-export const DELTA_TRAILER = 32;
+export const DELTA_TRAILER = SHA256_TRAILER;
 
 /** One array element, with fields in the order and omissions of Go's encoder. */
 export function encodeDeltaEvent(e: DeltaEvent): string {

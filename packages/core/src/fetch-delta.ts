@@ -1,10 +1,10 @@
-import { createHash, type Hash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { pipeline as pipelineCallback, Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { decompressor } from './compression.js';
 import { DELTA_TRAILER, DeltaDecoder, type DeltaEvent } from './delta-format.js';
 import { IntegrityError } from './errors.js';
+import { Sha256Trailer } from './sha256-trailer.js';
 import type { CatalogEntry } from './snapshot-catalog.js';
 import type { SnapStore } from './store/snapstore.js';
 import { StoredDigest, verifyStoredDigest } from './stored-digest.js';
@@ -45,26 +45,24 @@ export async function fetchDelta(
 
 /** Passes a decompressed delta through and fails at its end unless the last 32 bytes are the sha256 of the rest. */
 class DeltaTrailerCheck extends Transform {
-  private readonly hash: Hash = createHash('sha256');
-  private tail = Buffer.alloc(0);
-  size = 0;
+  private readonly trailer = new Sha256Trailer();
 
   constructor(private readonly label: string) {
     super();
   }
 
+  get size(): number {
+    return this.trailer.size;
+  }
+
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    this.size += chunk.length;
-    const joined = this.tail.length > 0 ? Buffer.concat([this.tail, chunk]) : chunk;
-    const cut = Math.max(0, joined.length - DELTA_TRAILER);
-    this.hash.update(joined.subarray(0, cut));
-    this.tail = Buffer.from(joined.subarray(cut));
+    this.trailer.push(chunk);
     done(null, chunk);
   }
 
   override _flush(done: TransformCallback): void {
     if (this.size <= DELTA_TRAILER) return done(new IntegrityError(`${this.label} is truncated: it holds no events`));
-    if (!this.hash.digest().equals(this.tail)) {
+    if (!this.trailer.matches()) {
       return done(
         new IntegrityError(`${this.label} is truncated or damaged: its content does not match its sha256 trailer`),
       );

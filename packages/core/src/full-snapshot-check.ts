@@ -1,10 +1,10 @@
-import { createHash, type Hash } from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
 import { IntegrityError } from './errors.js';
+import { SHA256_TRAILER, Sha256Trailer } from './sha256-trailer.js';
 import { SnapshotRevisionScanner } from './snapshot-revision.js';
 
 /** etcd appends the sha256 of the bbolt db to every snapshot it streams. */
-export const SNAPSHOT_TRAILER = 32;
+export const SNAPSHOT_TRAILER = SHA256_TRAILER;
 
 /** What a verified full snapshot turned out to hold. */
 export interface FullSnapshotFacts {
@@ -22,10 +22,8 @@ export interface FullSnapshotFacts {
  * truncated snapshot. It also reads the snapshot's revision on the way (see snapshot-revision.ts).
  */
 export class FullSnapshotCheck extends Transform {
-  private readonly hash: Hash = createHash('sha256');
+  private readonly trailer = new Sha256Trailer();
   private readonly scanner = new SnapshotRevisionScanner();
-  private tail: Buffer = Buffer.alloc(0);
-  private size = 0;
   private result?: FullSnapshotFacts;
 
   constructor(private readonly label: string) {
@@ -40,44 +38,28 @@ export class FullSnapshotCheck extends Transform {
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
     try {
-      this.size += chunk.length;
-      // Everything but the last 32 bytes seen so far is db content.
-      if (chunk.length >= SNAPSHOT_TRAILER) {
-        this.consume(this.tail);
-        this.consume(chunk.subarray(0, chunk.length - SNAPSHOT_TRAILER));
-        this.tail = Buffer.from(chunk.subarray(chunk.length - SNAPSHOT_TRAILER));
-      } else {
-        const joined = Buffer.concat([this.tail, chunk]);
-        const cut = Math.max(0, joined.length - SNAPSHOT_TRAILER);
-        this.consume(joined.subarray(0, cut));
-        this.tail = joined.subarray(cut);
-      }
+      this.trailer.push(chunk, (db) => this.scanner.write(db));
       done(null, chunk);
     } catch (err) {
       done(err as Error);
     }
   }
 
-  private consume(db: Buffer): void {
-    if (db.length === 0) return;
-    this.hash.update(db);
-    this.scanner.write(db);
-  }
-
   override _flush(done: TransformCallback): void {
-    if (this.size % 512 !== SNAPSHOT_TRAILER) {
+    const size = this.trailer.size;
+    if (size % 512 !== SNAPSHOT_TRAILER) {
       return done(
         new IntegrityError(
-          `${this.label} is truncated or not an etcd snapshot: ${this.size} bytes is not a bbolt db plus its 32-byte sha256`,
+          `${this.label} is truncated or not an etcd snapshot: ${size} bytes is not a bbolt db plus its 32-byte sha256`,
         ),
       );
     }
-    const digest = this.hash.digest();
-    if (!digest.equals(this.tail)) {
+    if (!this.trailer.matches()) {
       return done(new IntegrityError(`${this.label} is damaged: its content does not match its sha256 trailer`));
     }
     try {
-      this.result = { size: this.size, revision: this.scanner.revision(), dbSha256: digest.toString('hex') };
+      const dbSha256 = this.trailer.bodySha256().toString('hex');
+      this.result = { size, revision: this.scanner.revision(), dbSha256 };
     } catch (err) {
       return done(new IntegrityError(`${this.label}: ${(err as Error).message}`));
     }

@@ -32,6 +32,7 @@ export * from './protobuf-wire.js';
 export * from './replay-chain.js';
 export * from './replay-engine.js';
 export * from './replay-events.js';
+export * from './sha256-trailer.js';
 export * from './snapshot-catalog.js';
 export * from './snapshot-chain.js';
 export * from './snapshot-inspection.js';

@@ -1,0 +1,48 @@
+import { createHash } from 'node:crypto';
+
+/** Length of the sha256 that ends etcd's snapshots and ebr's deltas. */
+export const SHA256_TRAILER = 32;
+
+/**
+ * Splits bytes as they stream into a body and the 32-byte sha256 of that body which ends them — the shape
+ * of both etcd's snapshot stream and ebr's delta. Until the end, the last 32 bytes seen may be the trailer,
+ * so they are held back; everything before them is body, hashed and handed on.
+ */
+export class Sha256Trailer {
+  private readonly hash = createHash('sha256');
+  private tail: Buffer = Buffer.alloc(0);
+  private digest?: Buffer;
+  /** All bytes seen, trailer included. */
+  size = 0;
+
+  /** Takes the next bytes; `onBody` gets each piece now known to be body. */
+  push(chunk: Buffer, onBody?: (body: Buffer) => void): void {
+    this.size += chunk.length;
+    const body = (piece: Buffer) => {
+      if (piece.length === 0) return;
+      this.hash.update(piece);
+      onBody?.(piece);
+    };
+    if (chunk.length >= SHA256_TRAILER) {
+      body(this.tail);
+      body(chunk.subarray(0, chunk.length - SHA256_TRAILER));
+      this.tail = Buffer.from(chunk.subarray(chunk.length - SHA256_TRAILER));
+    } else {
+      const joined = Buffer.concat([this.tail, chunk]);
+      const cut = Math.max(0, joined.length - SHA256_TRAILER);
+      body(joined.subarray(0, cut));
+      this.tail = joined.subarray(cut);
+    }
+  }
+
+  /** The sha256 of the body; call once all bytes are in. */
+  bodySha256(): Buffer {
+    this.digest ??= this.hash.digest();
+    return this.digest;
+  }
+
+  /** Whether the last 32 bytes are the sha256 of everything before them. */
+  matches(): boolean {
+    return this.tail.length === SHA256_TRAILER && this.bodySha256().equals(this.tail);
+  }
+}
