@@ -3,21 +3,36 @@
 // etcd, side by side: wall time and peak RSS of each process tree. Targets (issue #5): at most 0.5x ebr's time
 // (ebr measured 39 s here) and 0.5x its peak RSS (593 MB), and under 256 MB.
 //
+// Each restore's memory is broken down per process (by role), per phase of the run (from its log lines) and
+// per kind: anonymous memory (the heap: what a container's memory limit cannot take back) and file-backed
+// memory (mapped files such as etcd's db, and the programs' own code: clean pages the kernel can drop).
+// `--memory-limit 256Mi` runs each restore a second time in a memory cgroup with that limit, as a Kubernetes
+// Job with `resources.limits.memory: 256Mi` would (cgroup v1, as root), and reports whether it completes.
+//
 // Usage: node scripts/bench/restore.ts [--keys 100000] [--events 200000] [--value-size 900]
-//          [--delta-value-size 900] [--deltas 10] [--replay direct,grpc] [--keep DIR]
-// A quick run: node scripts/bench/restore.ts --keys 10000 --events 20000
+//          [--delta-value-size 900] [--deltas 10] [--replay direct,grpc] [--runs 1] [--memory-limit 256Mi]
+//          [--keep DIR [--reuse]]
+// --reuse takes the store (and the source's fingerprint) a run with --keep DIR left there, instead of
+// loading etcd again. A quick run: node scripts/bench/restore.ts --keys 10000 --events 20000
+// On a shared machine: flock /tmp/etcd-steward-bench.lock node scripts/bench/restore.ts ...
 import { randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { loadavg, tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
 import { createGunzip } from 'node:zlib';
-import { freePort, keyspaceFingerprint, LocalStore, takeFullSnapshot } from '@etcd-steward/core';
+import {
+  freePort,
+  type KeyspaceFingerprint,
+  keyspaceFingerprint,
+  LocalStore,
+  takeFullSnapshot,
+} from '@etcd-steward/core';
 import { fingerprintRestored, startCluster, storeDeltas, watchEvents } from '@etcd-steward/core/testing';
 import type { Etcd3 } from 'etcd3';
-import { measure, printTable } from './measure.ts';
+import { formatTable, type Measurement, measure, parseMemoryQuantity, printTable } from './measure.ts';
 
 const { values } = parseArgs({
   options: {
@@ -27,7 +42,10 @@ const { values } = parseArgs({
     'delta-value-size': { type: 'string', default: '900' },
     deltas: { type: 'string', default: '10' },
     replay: { type: 'string', default: 'direct' },
+    runs: { type: 'string', default: '1' },
+    'memory-limit': { type: 'string' },
     keep: { type: 'string' },
+    reuse: { type: 'boolean', default: false },
   },
 });
 const keys = Number(values.keys);
@@ -38,6 +56,8 @@ const root = new URL('../..', import.meta.url).pathname;
 const work = values.keep ?? (await mkdtemp(join(tmpdir(), 'bench-restore-')));
 await mkdir(work, { recursive: true });
 const storeDir = join(work, 'store');
+const memoryLimit = values['memory-limit'] ? parseMemoryQuantity(values['memory-limit']) : undefined;
+const runs = Number(values.runs);
 
 /** Kubernetes-like values: a JSON head and a random (incompressible) tail. */
 function value(i: number, size: number): Buffer {
@@ -122,51 +142,141 @@ async function buildStore(client: Etcd3, endpoints: string[]): Promise<{ base: n
   return { base: full.revision, last };
 }
 
-const cluster = await startCluster();
-const rows: string[][] = [['restore', 'wall s', 'peak RSS MB', 'revisions/s', 'result']];
-try {
-  const client = cluster.client();
-  const { base, last } = await buildStore(client, cluster.endpoints);
-  const source = await keyspaceFingerprint(client, last);
-  await cluster.stop(); // nothing else runs while restores are measured
+/** What a built store holds, kept beside it for --reuse. */
+interface BuiltStore {
+  base: number;
+  last: number;
+  source: KeyspaceFingerprint;
+}
 
-  for (const method of values.replay!.split(',')) {
-    const dataDir = join(work, `restored-${method}`);
-    await rm(dataDir, { recursive: true, force: true });
-    const peerPort = await freePort();
-    const peer = `http://127.0.0.1:${peerPort}`;
-    const run = await measure(process.execPath, [
-      join(root, 'packages/restore/bin/etcd-restore.js'),
-      '--store',
-      `file://${storeDir}`,
-      '--data-dir',
-      dataDir,
-      '--name',
-      'bench',
-      '--initial-advertise-peer-urls',
-      peer,
-      '--initial-cluster-token',
-      'bench',
-      '--replay',
-      method,
-      '--output',
-      'json',
-    ]);
-    if (run.code !== 0)
-      throw new Error(`etcd-restore --replay ${method} failed: ${run.stderr.trim().split('\n').at(-1)}`);
-    const result = JSON.parse(run.stdout);
-    const [restored] = await fingerprintRestored([{ name: 'bench', dataDir, peerPort }], {
-      initialCluster: `bench=${peer}`,
-      clusterToken: 'bench',
-    });
-    const same = restored.sha256 === source.sha256 && restored.revision === source.revision;
-    rows.push([
-      `etcd-restore --replay ${method}`,
-      run.seconds.toFixed(1),
-      run.peakRssMb.toFixed(0),
-      ((last - base) / run.seconds).toFixed(0),
-      `rev ${result.revision}, ${same ? 'fingerprint = source' : 'FINGERPRINT DIFFERS'}; own peak ${(result.peakRssBytes / 1048576).toFixed(0)} MB`,
-    ]);
+async function builtStore(): Promise<BuiltStore> {
+  const saved = join(work, 'bench-store.json');
+  if (values.reuse) {
+    const built = JSON.parse(await readFile(saved, 'utf8').catch(() => 'null')) as BuiltStore | null;
+    if (built) {
+      console.log(`reusing the store in ${storeDir}: revisions ${built.base} + ${built.last - built.base}`);
+      return built;
+    }
+  }
+  await rm(storeDir, { recursive: true, force: true });
+  const cluster = await startCluster();
+  try {
+    const client = cluster.client();
+    const { base, last } = await buildStore(client, cluster.endpoints);
+    const built = { base, last, source: await keyspaceFingerprint(client, last) };
+    await writeFile(saved, JSON.stringify(built));
+    return built;
+  } finally {
+    await cluster.stop(); // nothing else runs while restores are measured
+  }
+}
+
+/** The restore's phases, from its JSON log lines (the replay process's lines come through it). */
+function restorePhase(line: string): string | undefined {
+  const msg = /"msg":"([^"]*)"/.exec(line)?.[1];
+  switch (msg) {
+    case 'download':
+      return 'download full snapshot';
+    case 'laying out the member data dir':
+      return 'lay out data dir (etcd tool)';
+    case 'replay':
+      return 'replay deltas';
+    case 'verifying the result':
+      return 'verify (etcd started)';
+    case 'restored':
+      return 'swap in';
+    default:
+      return undefined;
+  }
+}
+
+const mbText = (v: number | undefined) => (v === undefined ? '' : v.toFixed(0));
+const load = () => loadavg()[0].toFixed(1);
+
+const runRows: string[][] = [
+  ['restore', 'limit', 'wall s', 'peak RSS MB', 'peak anon MB', 'cgroup max MB', 'load', 'result'],
+];
+const detail: string[] = [];
+
+function record(name: string, run: Measurement, loadBefore: string, result: string): void {
+  runRows.push([
+    name,
+    run.cgroup ? `${run.cgroup.limitMb.toFixed(0)} MiB` : '-',
+    run.seconds.toFixed(1),
+    mbText(run.peakRssMb),
+    mbText(run.peakAnonMb),
+    run.cgroup
+      ? `${mbText(run.cgroup.maxUsageMb)} (anon ${mbText(run.cgroup.peakAnonMb)}, hit ${run.cgroup.failcnt}x${run.cgroup.oomKills ? `, OOM kills ${run.cgroup.oomKills}` : ''})`
+      : '-',
+    `${loadBefore}→${load()}`,
+    result,
+  ]);
+  const per = [['process', 'peak RSS MB', 'anon MB', 'file MB']];
+  for (const [role, p] of run.processes) per.push([role, mbText(p.rssMb), mbText(p.anonMb), mbText(p.fileMb)]);
+  const phases = [['phase', 's', 'tree RSS MB', 'anon MB', 'file MB']];
+  for (const p of run.phases)
+    phases.push([p.name, p.seconds.toFixed(1), mbText(p.rssMb), mbText(p.anonMb), mbText(p.fileMb)]);
+  detail.push(
+    `\n${name}${run.cgroup ? ` in a ${run.cgroup.limitMb.toFixed(0)} MiB cgroup` : ''}:`,
+    ...formatTable(per),
+    '',
+    ...formatTable(phases),
+  );
+}
+
+try {
+  const { base, last, source } = await builtStore();
+  const limits = memoryLimit ? [undefined, memoryLimit] : [undefined];
+  // Interleaved, so that the shared machine's load falls on every case alike.
+  for (let i = 0; i < runs; i++) {
+    for (const method of values.replay!.split(',')) {
+      for (const limit of limits) {
+        const dataDir = join(work, `restored-${method}`);
+        await rm(dataDir, { recursive: true, force: true });
+        const peerPort = await freePort();
+        const peer = `http://127.0.0.1:${peerPort}`;
+        const loadBefore = load();
+        const run = await measure(
+          process.execPath,
+          [
+            join(root, 'packages/restore/bin/etcd-restore.js'),
+            '--store',
+            `file://${storeDir}`,
+            '--data-dir',
+            dataDir,
+            '--name',
+            'bench',
+            '--initial-advertise-peer-urls',
+            peer,
+            '--initial-cluster-token',
+            'bench',
+            '--replay',
+            method,
+            '--output',
+            'json',
+          ],
+          { phaseOf: restorePhase, memoryLimitBytes: limit },
+        );
+        const name = `etcd-restore --replay ${method}`;
+        if (run.code !== 0) {
+          const why = run.signal ?? `exit ${run.code}`;
+          record(name, run, loadBefore, `FAILED (${why}): ${run.stderr.trim().split('\n').at(-1)?.slice(0, 200)}`);
+          continue;
+        }
+        const result = JSON.parse(run.stdout);
+        const [restored] = await fingerprintRestored([{ name: 'bench', dataDir, peerPort }], {
+          initialCluster: `bench=${peer}`,
+          clusterToken: 'bench',
+        });
+        const same = restored.sha256 === source.sha256 && restored.revision === source.revision;
+        record(
+          name,
+          run,
+          loadBefore,
+          `rev ${result.revision}, ${same ? 'fingerprint = source' : 'FINGERPRINT DIFFERS'}; own peak ${(result.peakRssBytes / 1048576).toFixed(0)} MB, replay ${(result.replayPeakRssBytes / 1048576).toFixed(0)} MB`,
+        );
+      }
+    }
   }
 
   // etcd's own tool, for the full snapshot only (no deltas): what any restore pays at least.
@@ -175,16 +285,12 @@ try {
   await pipeline(createReadStream(join(storeDir, 'v2', fullName)), createGunzip(), createWriteStream(plain));
   const etcdctlDir = join(work, 'etcdctl-restored');
   await rm(etcdctlDir, { recursive: true, force: true });
+  const loadBefore = load();
   const etcdctl = await measure('etcdctl', ['snapshot', 'restore', plain, `--data-dir=${etcdctlDir}`], {
-    ETCDCTL_API: '3',
+    env: { ETCDCTL_API: '3' },
   });
-  rows.push([
-    'etcdctl snapshot restore (full only)',
-    etcdctl.seconds.toFixed(1),
-    etcdctl.peakRssMb.toFixed(0),
-    '-',
-    `rev ${base}, no deltas`,
-  ]);
+  record('etcdctl snapshot restore (full only)', etcdctl, loadBefore, `rev ${base}, no deltas`);
+  await rm(plain, { force: true });
 
   const ebr = process.env.EBR_BIN;
   if (ebr) {
@@ -199,23 +305,18 @@ try {
       .replaceAll('{prefix}', basename(storeDir))
       .replaceAll('{dataDir}', ebrDir)
       .split(' ');
+    const loadBefore = load();
     const run = await measure(ebr, args);
-    rows.push([
-      'ebr restore',
-      run.seconds.toFixed(1),
-      run.peakRssMb.toFixed(0),
-      ((last - base) / run.seconds).toFixed(0),
-      run.code === 0 ? 'ok' : `exit ${run.code}`,
-    ]);
+    record('ebr restore', run, loadBefore, run.code === 0 ? 'ok' : `exit ${run.code}`);
   } else {
-    rows.push(['ebr restore', 'not given', '', '', 'set EBR_BIN to etcdbrctl']);
+    runRows.push(['ebr restore', '', 'not given', '', '', '', '', 'set EBR_BIN to etcdbrctl']);
   }
   console.log('');
   console.log(
     `base ${keys} keys x ${valueSize} B (revision ${base}), ${last - base} delta revisions (values ${deltaValueSize} B)`,
   );
-  printTable(rows);
+  printTable(runRows);
+  for (const line of detail) console.log(line);
 } finally {
-  await cluster.stop().catch(() => {});
   if (!values.keep) await rm(work, { recursive: true, force: true });
 }

@@ -58,7 +58,9 @@ try {
       name: 'etcdctl snapshot save',
       run: async (i) => {
         const file = join(work, `etcdctl-${i}.db`);
-        const m = await measure('etcdctl', ['--endpoints', endpoint, 'snapshot', 'save', file], { ETCDCTL_API: '3' });
+        const m = await measure('etcdctl', ['--endpoints', endpoint, 'snapshot', 'save', file], {
+          env: { ETCDCTL_API: '3' },
+        });
         if (m.code !== 0) throw new Error(`etcdctl failed: ${m.stderr}`);
         const bytes = (await stat(file)).size;
         await rm(file);

@@ -1,4 +1,5 @@
 import { readSync } from 'node:fs';
+import { PageRefList } from './bbolt-page-refs.js';
 import { IntegrityError } from './errors.js';
 
 /*
@@ -176,16 +177,16 @@ export class BboltReader {
    * The leaf pages of a (non-inline) bucket in key order, each with a key no greater than its first, read
    * from the branch pages above them: leaves themselves are not read, unless the root is one.
    */
-  leafRefs(root: number): PageRef[] {
-    const refs: PageRef[] = [];
+  leafRefs(root: number): PageRefList {
+    const refs = new PageRefList();
     const walk = (id: number, key: Buffer | undefined) => {
       const header = this.read(id * this.meta.pageSize, PAGE_HEADER);
       const flags = header.readUInt16LE(8);
       if (flags === LEAF_PAGE) {
         if (header.readUInt16LE(10) === 0) return;
-        refs.push({ key: key ?? detachedCopy(leafElements(this.page(id))[0].key), pgid: id });
+        refs.push(key ?? leafElements(this.page(id))[0].key, id);
       } else if (flags === BRANCH_PAGE) {
-        for (const child of branchChildren(this.page(id))) walk(child.pgid, detachedCopy(child.key));
+        for (const child of branchChildren(this.page(id))) walk(child.pgid, child.key);
       } else {
         throw new IntegrityError(`bbolt page ${id} is neither a branch nor a leaf`);
       }

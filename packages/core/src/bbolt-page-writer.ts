@@ -1,5 +1,6 @@
 import { writeSync } from 'node:fs';
-import { BRANCH_PAGE, detachedCopy, ELEMENT, LEAF_PAGE, PAGE_HEADER, type PageRef } from './bbolt-file.js';
+import { BRANCH_PAGE, ELEMENT, LEAF_PAGE, PAGE_HEADER } from './bbolt-file.js';
+import { PageRefList } from './bbolt-page-refs.js';
 
 /**
  * Appends pages to a bbolt file from page `firstPgid` on. Pages are laid out in one reused batch buffer and
@@ -61,7 +62,7 @@ export class LeafBuilder {
 
   constructor(
     private readonly pages: PageAppender,
-    readonly refs: PageRef[] = [],
+    readonly refs = new PageRefList(),
   ) {}
 
   add(key: Buffer, value: Buffer, flags = 0): void {
@@ -73,7 +74,7 @@ export class LeafBuilder {
   }
 
   /** Writes the last, partly filled page; `refs` is then complete. */
-  finish(): PageRef[] {
+  finish(): PageRefList {
     this.flush();
     return this.refs;
   }
@@ -97,7 +98,7 @@ export class LeafBuilder {
         data += e.value.copy(page, data);
       });
     });
-    this.refs.push({ key: detachedCopy(elements[0].key), pgid: id });
+    this.refs.push(elements[0].key, id);
     this.elements = [];
     this.size = PAGE_HEADER;
   }
@@ -107,41 +108,43 @@ export class LeafBuilder {
  * Builds the branch levels above `refs` (children in key order) and returns the root page: the only child
  * itself when there is one, else a fresh, empty leaf when there are none (an empty bucket).
  */
-export function writeBranches(pages: PageAppender, refs: PageRef[]): number {
+export function writeBranches(pages: PageAppender, refs: PageRefList): number {
   if (refs.length === 0) return pages.append(1, (page) => page.writeUInt16LE(LEAF_PAGE, 8));
   let level = refs;
   while (level.length > 1) {
-    const next: PageRef[] = [];
-    let group: PageRef[] = [];
+    const children = level;
+    const next = new PageRefList();
+    let first = 0;
     let size = PAGE_HEADER;
-    const flush = () => {
-      const children = group;
+    // Children [first, end) make one branch page.
+    const flush = (end: number) => {
+      const count = end - first;
       const span = Math.ceil(size / pages.pageSize);
       const id = pages.append(span, (page) => {
         page.writeUInt16LE(BRANCH_PAGE, 8);
-        page.writeUInt16LE(children.length, 10);
+        page.writeUInt16LE(count, 10);
         page.writeUInt32LE(span - 1, 12);
-        let data = PAGE_HEADER + children.length * ELEMENT;
-        children.forEach((ref, i) => {
+        let data = PAGE_HEADER + count * ELEMENT;
+        for (let i = 0; i < count; i++) {
           const at = PAGE_HEADER + i * ELEMENT;
+          const key = children.key(first + i);
           page.writeUInt32LE(data - at, at);
-          page.writeUInt32LE(ref.key.length, at + 4);
-          page.writeBigUInt64LE(BigInt(ref.pgid), at + 8);
-          data += ref.key.copy(page, data);
-        });
+          page.writeUInt32LE(key.length, at + 4);
+          page.writeBigUInt64LE(BigInt(children.pgid(first + i)), at + 8);
+          data += key.copy(page, data);
+        }
       });
-      next.push({ key: children[0].key, pgid: id });
-      group = [];
+      next.push(children.key(first), id);
+      first = end;
       size = PAGE_HEADER;
     };
-    for (const ref of level) {
-      const grow = ELEMENT + ref.key.length;
-      if (group.length >= 2 && size + grow > pages.pageSize) flush();
-      group.push(ref);
+    for (let i = 0; i < children.length; i++) {
+      const grow = ELEMENT + children.key(i).length;
+      if (i - first >= 2 && size + grow > pages.pageSize) flush(i);
       size += grow;
     }
-    flush();
+    flush(children.length);
     level = next;
   }
-  return level[0].pgid;
+  return level.pgid(0);
 }

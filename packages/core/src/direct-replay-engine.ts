@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { closeSync, ftruncateSync, openSync, readSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, ftruncateSync, openSync, readSync, writeSync } from 'node:fs';
 import { rename } from 'node:fs/promises';
 import {
   type BboltMeta,
@@ -21,8 +21,9 @@ import type { ReplayEngine } from './replay-engine.js';
 import { DEFAULT_REPLAYED_LEASE_TTL } from './replay-events.js';
 
 /**
- * Writes the revisions straight into the full snapshot's bbolt file, as etcd's mvcc would have stored them,
- * with no etcd running and no round trip per revision (ETCD-FORMATS.md §8). etcd keeps no revision counter:
+ * Writes the revisions straight into a bbolt db — the full snapshot's file, or the db of a member data dir
+ * etcd's tool laid out from it — as etcd's mvcc would have stored them, with no etcd running and no round trip
+ * per revision (ETCD-FORMATS.md §8). etcd keeps no revision counter:
  * at start-up it takes the revision from the last row of the `key` bucket, whose keys are revisions, so new
  * revisions only ever go after every existing row.
  *
@@ -53,7 +54,7 @@ export class DirectReplayEngine implements ReplayEngine {
 
   constructor(private readonly options: { leaseTtl?: number } = {}) {}
 
-  /** Takes over the base file: it is extended in place and renamed to the result by `finish`. */
+  /** Takes over the db file: it is extended in place, then renamed by `finish` or left in place by `finishInPlace`. */
   async open(base: { file: string; revision: number }): Promise<void> {
     this.file = base.file;
     this.fd = openSync(base.file, 'r+');
@@ -68,7 +69,7 @@ export class DirectReplayEngine implements ReplayEngine {
     const key = this.buckets.get('key');
     if (!key) throw new IntegrityError('the full snapshot has no "key" bucket: it is not an etcd database');
     this.pages = new PageAppender(this.fd, this.meta.pageSize, this.meta.pgid);
-    this.keyRows = new LeafBuilder(this.pages, key.inline ? [] : this.reader.leafRefs(key.root));
+    this.keyRows = new LeafBuilder(this.pages, key.inline ? undefined : this.reader.leafRefs(key.root));
     // An inline (tiny) key bucket has no pages to keep: its rows start the new leaves.
     if (key.inline) {
       for (const row of this.reader.elements(key)) this.keyRows.add(Buffer.from(row.key), Buffer.from(row.value));
@@ -102,6 +103,44 @@ export class DirectReplayEngine implements ReplayEngine {
   }
 
   async finish(file: string): Promise<FullSnapshotFacts> {
+    const facts = this.seal(this.commit());
+    closeSync(this.fd!);
+    this.fd = undefined;
+    await rename(this.file, file);
+    return facts;
+  }
+
+  async finishInPlace(): Promise<number> {
+    this.commit();
+    // The db is a member's from now on: on disk before anyone starts etcd on it or moves it into place.
+    fsyncSync(this.fd!);
+    const revision = this.readBack();
+    closeSync(this.fd!);
+    this.fd = undefined;
+    return revision;
+  }
+
+  async close(): Promise<void> {
+    if (this.fd !== undefined) closeSync(this.fd);
+    this.fd = undefined;
+  }
+
+  /** The lease bucket again, with rows for leases the events name and the snapshot lacks. */
+  private rewriteLeases(): BucketValue {
+    const ttl = this.options.leaseTtl ?? DEFAULT_REPLAYED_LEASE_TTL;
+    const old = this.buckets.get('lease');
+    const rows: Array<{ key: Buffer; value: Buffer }> = old
+      ? [...this.reader!.elements(old)].map((r) => ({ key: Buffer.from(r.key), value: Buffer.from(r.value) }))
+      : [];
+    for (const id of this.newLeases) rows.push(leaseRecord(id, ttl));
+    rows.sort((a, b) => Buffer.compare(a.key, b.key));
+    const leaves = new LeafBuilder(this.pages!);
+    for (const row of rows) leaves.add(row.key, row.value);
+    return { root: writeBranches(this.pages!, leaves.finish()), sequence: old?.sequence ?? 0n };
+  }
+
+  /** Writes the new tree's branch, bucket and root pages, then the two metas that make it current; returns the size. */
+  private commit(): number {
     const pages = this.pages!;
     const meta = this.meta!;
     this.buckets.set('key', {
@@ -127,33 +166,19 @@ export class DirectReplayEngine implements ReplayEngine {
     };
     writeSync(this.fd!, metaPage(next, 0), 0, meta.pageSize, 0);
     writeSync(this.fd!, metaPage({ ...next, txid: meta.txid + 1n }, 1), 0, meta.pageSize, meta.pageSize);
-    const facts = this.seal(next.pgid * meta.pageSize);
-    closeSync(this.fd!);
-    this.fd = undefined;
-    await rename(this.file, file);
-    return facts;
+    return next.pgid * meta.pageSize;
   }
 
-  async close(): Promise<void> {
-    if (this.fd !== undefined) closeSync(this.fd);
-    this.fd = undefined;
+  /** Reads the revision back from the new tree, independently of what was written. */
+  private readBack(): number {
+    const revision = storeRevision(new BboltReader(this.fd!));
+    if (revision !== this.revision) {
+      throw new OperationError(`the rewritten db reads back as revision ${revision}, expected ${this.revision}`);
+    }
+    return revision;
   }
 
-  /** The lease bucket again, with rows for leases the events name and the snapshot lacks. */
-  private rewriteLeases(): BucketValue {
-    const ttl = this.options.leaseTtl ?? DEFAULT_REPLAYED_LEASE_TTL;
-    const old = this.buckets.get('lease');
-    const rows: Array<{ key: Buffer; value: Buffer }> = old
-      ? [...this.reader!.elements(old)].map((r) => ({ key: Buffer.from(r.key), value: Buffer.from(r.value) }))
-      : [];
-    for (const id of this.newLeases) rows.push(leaseRecord(id, ttl));
-    rows.sort((a, b) => Buffer.compare(a.key, b.key));
-    const leaves = new LeafBuilder(this.pages!);
-    for (const row of rows) leaves.add(row.key, row.value);
-    return { root: writeBranches(this.pages!, leaves.finish()), sequence: old?.sequence ?? 0n };
-  }
-
-  /** Hashes the finished db for the snapshot trailer, and reads the revision back from the new tree independently. */
+  /** Hashes the finished db for the snapshot trailer, and reads the revision back. */
   private seal(size: number): FullSnapshotFacts {
     const hash = createHash('sha256');
     const chunk = Buffer.allocUnsafe(1 << 20);
@@ -166,11 +191,7 @@ export class DirectReplayEngine implements ReplayEngine {
     const digest = hash.digest();
     writeSync(this.fd!, digest, 0, SNAPSHOT_TRAILER, size);
     ftruncateSync(this.fd!, size + SNAPSHOT_TRAILER);
-    const revision = storeRevision(new BboltReader(this.fd!));
-    if (revision !== this.revision) {
-      throw new OperationError(`the rewritten db reads back as revision ${revision}, expected ${this.revision}`);
-    }
-    return { size: size + SNAPSHOT_TRAILER, revision, dbSha256: digest.toString('hex') };
+    return { size: size + SNAPSHOT_TRAILER, revision: this.readBack(), dbSha256: digest.toString('hex') };
   }
 }
 

@@ -4,6 +4,7 @@ import { pipeline } from 'node:stream/promises';
 import { decompressor } from './compression.js';
 import { DELTA_TRAILER, DeltaDecoder, type DeltaEvent } from './delta-format.js';
 import { IntegrityError } from './errors.js';
+import { boundedMemory } from './memory-bound.js';
 import { Sha256Trailer } from './sha256-trailer.js';
 import type { CatalogEntry } from './snapshot-catalog.js';
 import type { SnapStore } from './store/snapstore.js';
@@ -32,9 +33,15 @@ export async function fetchDelta(
   const label = `${store.location}/${entry.name}`;
   const stored = new StoredDigest();
   const check = new DeltaTrailerCheck(label);
-  await pipeline(await store.get(entry.name), stored, decompressor(entry.compression), check, createWriteStream(file), {
-    signal: options.signal,
-  }).catch((err) => {
+  await pipeline(
+    await store.get(entry.name),
+    stored,
+    decompressor(entry.compression),
+    boundedMemory(),
+    check,
+    createWriteStream(file),
+    { signal: options.signal },
+  ).catch((err) => {
     throw isDecompressionError(err)
       ? new IntegrityError(`${label} is damaged: it does not decompress (${(err as Error).message})`, { cause: err })
       : err;
@@ -78,7 +85,7 @@ class DeltaTrailerCheck extends Transform {
 export async function* readDeltaEvents(file: string, entry: CatalogEntry, label: string): AsyncGenerator<DeltaEvent> {
   const decoder = new DeltaDecoder(label);
   // Errors reach the reader through the decoder; a reader that stops early closes the file too.
-  pipelineCallback(createReadStream(file, { highWaterMark: 256 * 1024 }), decoder, () => {});
+  pipelineCallback(createReadStream(file, { highWaterMark: 256 * 1024 }), boundedMemory(), decoder, () => {});
   let last = 0;
   for await (const e of decoder as AsyncIterable<DeltaEvent>) {
     if (last === 0 && e.modRevision < entry.startRevision) {

@@ -4,6 +4,7 @@ import { decompressor } from './compression.js';
 import { IntegrityError } from './errors.js';
 import { FullSnapshotCheck, type FullSnapshotFacts } from './full-snapshot-check.js';
 import { type Logger, silentLogger } from './logger.js';
+import { boundedMemory } from './memory-bound.js';
 import { byteProgress } from './progress.js';
 import type { CatalogEntry } from './snapshot-catalog.js';
 import type { SnapStore } from './store/snapstore.js';
@@ -28,6 +29,7 @@ export async function fetchFullSnapshot(
     stored,
     byteProgress(options.logger ?? silentLogger, 'download', entry.size),
     decompressor(entry.compression),
+    boundedMemory(),
     check,
     createWriteStream(file),
     { signal: options.signal },

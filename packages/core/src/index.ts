@@ -1,4 +1,5 @@
 export * from './bbolt-file.js';
+export * from './bbolt-page-refs.js';
 export * from './bbolt-page-writer.js';
 export * from './cli.js';
 export * from './coalesce.js';
@@ -20,6 +21,7 @@ export * from './fetch-delta.js';
 export * from './fetch-full-snapshot.js';
 export * from './free-port.js';
 export * from './full-snapshot-check.js';
+export * from './go-memory.js';
 export * from './keyspace-fingerprint.js';
 export * from './lease-keeper.js';
 export * from './logger.js';

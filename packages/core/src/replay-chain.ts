@@ -1,7 +1,9 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { dbFileRevision } from './db-file-revision.js';
 import { groupRevisions, type Revision } from './delta-revisions.js';
 import { errorMessage, IntegrityError, OperationError } from './errors.js';
+import type { EtcdBinaries } from './etcd-binaries.js';
 import { parseRfc3339Nanos } from './event-time.js';
 import { fetchDelta, isDecompressionError, readDeltaEvents } from './fetch-delta.js';
 import { fetchFullSnapshot } from './fetch-full-snapshot.js';
@@ -11,6 +13,7 @@ import { prefetchInOrder } from './ordered-prefetch.js';
 import type { ReplayEngine } from './replay-engine.js';
 import type { CatalogEntry } from './snapshot-catalog.js';
 import type { SnapshotChain } from './snapshot-chain.js';
+import { type MemberConfig, runSnapshotRestore } from './snapshot-restore-command.js';
 import type { SnapStore } from './store/snapstore.js';
 
 export interface ChainReplayOptions {
@@ -29,12 +32,21 @@ export interface ChainReplayOptions {
   allowPartial?: boolean;
   logger?: Logger;
   signal?: AbortSignal;
+  /**
+   * Make this member's data dir from the full snapshot with etcd's own tool before any delta, and replay into
+   * its db, when the engine extends a db in place (`finishInPlace`): the tool then copies and indexes the full
+   * snapshot rather than the larger result. With other engines the result stays a snapshot file.
+   */
+  layout?: { binaries: EtcdBinaries; member: MemberConfig; dataDir: string };
 }
 
 export interface ChainReplayResult {
-  /** The result: an etcd snapshot file (db plus sha256 trailer), verified. */
-  snapshotFile: string;
-  snapshot: FullSnapshotFacts;
+  /** The revision the result holds. */
+  revision: number;
+  /** The result as an etcd snapshot file (db plus sha256 trailer), verified; unless `dataDir` holds it. */
+  snapshotFile?: string;
+  /** The member data dir holding the result, when `layout` was asked for and the engine could replay into it. */
+  dataDir?: string;
   /** The revision the full snapshot held (may be above its name: etcd#9037). */
   baseRevision: number;
   deltas: number;
@@ -51,11 +63,12 @@ export interface ChainReplayResult {
 export class UnusableFullSnapshotError extends IntegrityError {}
 
 /**
- * Rebuilds the state a chain describes as a snapshot file: the full snapshot, then each delta's revisions
- * through a replay engine, up to the target. Deltas are downloaded ahead with bounded concurrency, each
- * verified whole before its first event is applied, and deleted once applied, so disk holds at most
- * `maxFetchers` + 1 deltas and memory one revision. Revisions must follow each other without a gap; those
- * at or below what is already reached (overlapping deltas, a full snapshot ahead of its name) are skipped.
+ * Rebuilds the state a chain describes as a snapshot file, or as a member data dir (`layout`): the full
+ * snapshot, then each delta's revisions through a replay engine, up to the target. Deltas are downloaded
+ * ahead with bounded concurrency, each verified whole before its first event is applied, and deleted once
+ * applied, so disk holds at most `maxFetchers` + 1 deltas and memory one revision. Revisions must follow
+ * each other without a gap; those at or below what is already reached (overlapping deltas, a full snapshot
+ * ahead of its name) are skipped.
  */
 export async function replayChain(options: ChainReplayOptions): Promise<ChainReplayResult> {
   const { store, chain, engine, workDir } = options;
@@ -63,9 +76,10 @@ export async function replayChain(options: ChainReplayOptions): Promise<ChainRep
   await mkdir(join(workDir, 'deltas'), { recursive: true });
   const baseFile = join(workDir, 'base.db');
   const base = await fetchBase(store, chain.full, baseFile, options);
+  const inPlace = engine.finishInPlace ? options.layout : undefined;
   const result: ChainReplayResult = {
-    snapshotFile: baseFile,
-    snapshot: base,
+    revision: base.revision,
+    ...(inPlace ? { dataDir: inPlace.dataDir } : { snapshotFile: baseFile }),
     baseRevision: base.revision,
     deltas: 0,
     revisions: 0,
@@ -73,6 +87,7 @@ export async function replayChain(options: ChainReplayOptions): Promise<ChainRep
     created: 0,
     deleted: 0,
   };
+  const dbFile = inPlace ? await layOut(baseFile, base.revision, inPlace, logger, options.signal) : baseFile;
   const wanted = options.toRevision ?? chain.lastRevision;
   if (chain.deltas.length === 0 || base.revision >= wanted) return result;
 
@@ -80,7 +95,7 @@ export async function replayChain(options: ChainReplayOptions): Promise<ChainRep
   let reached = base.revision;
   let finished = false;
   try {
-    await engine.open({ file: baseFile, revision: base.revision });
+    await engine.open({ file: dbFile, revision: base.revision });
     const fetched = prefetchInOrder(
       chain.deltas,
       async (entry, signal) => {
@@ -136,13 +151,16 @@ export async function replayChain(options: ChainReplayOptions): Promise<ChainRep
       result.deltas++;
       if (finished || reached >= wanted) break;
     }
-    const out = join(workDir, 'result.db');
-    result.snapshot = await engine.finish(out);
-    result.snapshotFile = out;
-    if (result.snapshot.revision !== reached) {
-      throw new OperationError(`the replayed result holds revision ${result.snapshot.revision}, expected ${reached}`);
+    if (inPlace) {
+      result.revision = await engine.finishInPlace!();
+    } else {
+      result.snapshotFile = join(workDir, 'result.db');
+      result.revision = (await engine.finish(result.snapshotFile)).revision;
+      await rm(baseFile, { force: true });
     }
-    await rm(baseFile, { force: true });
+    if (result.revision !== reached) {
+      throw new OperationError(`the replayed result holds revision ${result.revision}, expected ${reached}`);
+    }
     progress.done(reached);
     return result;
   } finally {
@@ -172,6 +190,30 @@ async function fetchBase(
     }
     throw err;
   }
+}
+
+/** The member's data dir made from the full snapshot by etcd's own tool; returns its db, for the engine to extend. */
+async function layOut(
+  baseFile: string,
+  revision: number,
+  layout: NonNullable<ChainReplayOptions['layout']>,
+  logger: Logger,
+  signal?: AbortSignal,
+): Promise<string> {
+  logger.info('laying out the member data dir', { member: layout.member.name, revision });
+  await rm(layout.dataDir, { recursive: true, force: true });
+  await runSnapshotRestore(layout.binaries, baseFile, layout.dataDir, layout.member, { signal });
+  await rm(baseFile, { force: true });
+  const db = join(layout.dataDir, 'member', 'snap', 'db');
+  // etcdctl 3.4 deletes the old members' IDs from the key space (ETCD-FORMATS.md §4.2): a key of that name
+  // would have taken a revision of its own, and the replayed revisions must follow the full snapshot's.
+  const onDisk = await dbFileRevision(db);
+  if (onDisk !== revision) {
+    throw new OperationError(
+      `etcd's snapshot restore left the db at revision ${onDisk}, not the full snapshot's ${revision}: it deleted a key named like a member ID`,
+    );
+  }
+  return db;
 }
 
 function deltaFile(workDir: string, entry: CatalogEntry): string {

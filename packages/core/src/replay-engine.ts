@@ -16,6 +16,12 @@ export interface ReplayEngine {
   checkpoint(expectedRevision: number): Promise<void>;
   /** Writes the result as a snapshot file (db plus sha256 trailer), verified, and returns what it holds. */
   finish(file: string): Promise<FullSnapshotFacts>;
+  /**
+   * Only engines that extend the db file they opened, rather than produce a new one: leaves the result in that
+   * file (no trailer), synced to disk, and returns the revision read back from it. So the file can be a member
+   * data dir's db, laid out from the full snapshot before the replay (see replay-chain.ts).
+   */
+  finishInPlace?(): Promise<number>;
   /** Releases everything (processes, files); safe to call at any point, more than once. */
   close(): Promise<void>;
 }

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { OperationError } from './errors.js';
 import type { EtcdBinaries } from './etcd-binaries.js';
+import { briefGoProgramEnv } from './go-memory.js';
 
 const run = promisify(execFile);
 
@@ -22,6 +23,7 @@ export async function runSnapshotRestore(
   snapshotFile: string,
   dataDir: string,
   member: MemberConfig,
+  options: { signal?: AbortSignal } = {},
 ): Promise<void> {
   const tool = binaries.etcdutl ?? binaries.etcdctl;
   if (!tool) throw new OperationError('neither etcdutl nor etcdctl is available to restore the snapshot');
@@ -36,7 +38,11 @@ export async function runSnapshotRestore(
     `--initial-advertise-peer-urls=${member.initialAdvertisePeerUrls}`,
   ];
   try {
-    await run(tool, args, { env: { ...process.env, ETCDCTL_API: '3' }, maxBuffer: 16 << 20 });
+    await run(tool, args, {
+      env: { ...briefGoProgramEnv(), ETCDCTL_API: '3' },
+      maxBuffer: 16 << 20,
+      signal: options.signal,
+    });
   } catch (err) {
     const stderr = String((err as { stderr?: string }).stderr ?? '')
       .trim()

@@ -26,6 +26,8 @@ export interface EtcdMemberOptions {
   extraArgs?: string[];
   /** Serve clients over TLS and demand client certificates (PEM file paths). */
   clientTls?: ClientTls;
+  /** etcd's environment (default: this process's). */
+  env?: NodeJS.ProcessEnv;
 }
 
 export interface ClientTls {
@@ -85,7 +87,7 @@ export class EtcdProcess {
       ...(options.extraArgs ?? []),
     ];
     const log = createWriteStream(options.logFile, { flags: 'a' });
-    const child = spawn(options.binaries.etcd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(options.binaries.etcd, args, { env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout?.pipe(log);
     child.stderr?.pipe(log);
     running.add(child);
@@ -127,11 +129,7 @@ export class EtcdProcess {
 
   /** etcd's /health says true: the member has a leader and no alarm. */
   private healthy(): Promise<boolean> {
-    const tls = this.tls && {
-      ca: readFileSync(this.tls.ca),
-      cert: readFileSync(this.tls.cert),
-      key: readFileSync(this.tls.key),
-    };
+    const tls = this.tlsOptions();
     return new Promise((resolve) => {
       const req = (tls ? https : http).get(`${this.clientUrl}/health`, { timeout: 2000, ...tls }, (res) => {
         let body = '';
@@ -141,6 +139,55 @@ export class EtcdProcess {
       req.on('error', () => resolve(false));
       req.on('timeout', () => req.destroy());
     });
+  }
+
+  /**
+   * The number of keys, now or at `revision`, and the store's revision, through etcd's JSON gateway: a
+   * caller with nothing more to ask needs no gRPC client (etcd3 and grpc-js cost ~20 MB to load).
+   */
+  async keyCount(revision?: number): Promise<{ keys: number; revision: number }> {
+    const all = Buffer.from([0]).toString('base64');
+    const body = JSON.stringify({ key: all, range_end: all, count_only: true, ...(revision ? { revision } : {}) });
+    const res = JSON.parse(await this.post('/v3/kv/range', body)) as {
+      header?: { revision?: string };
+      count?: string;
+      error?: string;
+      message?: string;
+    };
+    if (res.header?.revision === undefined) {
+      throw new OperationError(`etcd ${this.name} did not answer a range: ${res.message ?? res.error ?? 'no header'}`);
+    }
+    // proto3 JSON leaves zero out, and writes 64-bit integers as strings.
+    return { keys: Number(res.count ?? 0), revision: Number(res.header.revision) };
+  }
+
+  private post(path: string, body: string): Promise<string> {
+    const tls = this.tlsOptions();
+    return new Promise((resolve, reject) => {
+      const req = (tls ? https : http).request(
+        `${this.clientUrl}${path}`,
+        { method: 'POST', headers: { 'content-type': 'application/json' }, timeout: 60_000, ...tls },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (d) => (text += d));
+          res.on('end', () => resolve(text));
+        },
+      );
+      req.on('error', reject);
+      req.on('timeout', () => req.destroy(new OperationError(`etcd ${this.name} did not answer ${path} in 60 s`)));
+      req.end(body);
+    });
+  }
+
+  private tlsOptions(): https.RequestOptions | undefined {
+    return (
+      this.tls && {
+        ca: readFileSync(this.tls.ca),
+        cert: readFileSync(this.tls.cert),
+        key: readFileSync(this.tls.key),
+      }
+    );
   }
 
   /** SIGTERM, then SIGKILL if etcd has not exited after `graceMs`. Resolves with the exit code (null if killed). */

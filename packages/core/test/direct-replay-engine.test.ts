@@ -1,5 +1,5 @@
 import { closeSync, openSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Etcd3 } from 'etcd3';
@@ -8,16 +8,28 @@ import { BboltReader, bucketValue } from '../src/bbolt-file.js';
 import { DirectReplayEngine } from '../src/direct-replay-engine.js';
 import { findEtcdBinaries } from '../src/etcd-binaries.js';
 import { keyspaceFingerprint } from '../src/keyspace-fingerprint.js';
-import { replayChain } from '../src/replay-chain.js';
+import { type ChainReplayOptions, replayChain } from '../src/replay-chain.js';
 import type { ReplayEngine } from '../src/replay-engine.js';
 import { GrpcReplayEngine } from '../src/replay-events.js';
 import { listSnapshots } from '../src/snapshot-catalog.js';
 import { planChains } from '../src/snapshot-chain.js';
-import { inspectSnapshotFile } from '../src/snapshot-inspection.js';
+import { inspectDataDir, inspectSnapshotFile } from '../src/snapshot-inspection.js';
+import { runSnapshotRestore } from '../src/snapshot-restore-command.js';
 import { LocalStore } from '../src/store/local.js';
 import { buildChainStore, type ChainStore, startCluster, type TestCluster } from '../src/testing/index.js';
 
-/** The rows of a bucket in a snapshot file (db plus trailer), as [key, value] hex pairs. */
+/** The names of the buckets in a db or snapshot file. */
+function bucketNames(file: string): string[] {
+  const fd = openSync(file, 'r');
+  try {
+    const reader = new BboltReader(fd);
+    return [...reader.elements({ root: reader.meta.root, sequence: 0n })].map((e) => e.key.toString());
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The rows of a bucket in a db or snapshot file (db plus trailer), as [key, value] hex pairs. */
 function bucketRows(file: string, name: string): string[][] {
   const fd = openSync(file, 'r');
   try {
@@ -53,27 +65,33 @@ describe('direct replay (rows written into the db file) against the gRPC oracle'
     await rm(dir, { recursive: true, force: true });
   });
 
-  async function replayWith(name: string, makeEngine: (workDir: string) => ReplayEngine, toRevision?: number) {
+  async function replayWith(
+    name: string,
+    makeEngine: (workDir: string) => ReplayEngine,
+    toRevision?: number,
+    layout?: ChainReplayOptions['layout'],
+  ) {
     const workDir = join(dir, name);
     // From the older full, so that the replay crosses every delta.
     const fromOldest = planChains(await listSnapshots(store), { revision: toRevision }).at(-1)!;
     expect(fromOldest.full.name).toBe(chain.fulls[0].name);
-    return replayChain({ store, chain: fromOldest, toRevision, workDir, engine: makeEngine(workDir), maxFetchers: 2 });
+    const engine = makeEngine(workDir);
+    return replayChain({ store, chain: fromOldest, toRevision, workDir, engine, maxFetchers: 2, layout });
   }
 
   it('writes rows byte-identical to those etcd writes, and etcd serves the source keyspace from them', async () => {
     const binaries = await findEtcdBinaries();
     const direct = await replayWith('direct', () => new DirectReplayEngine({ leaseTtl: 3600 }));
     const grpc = await replayWith('grpc', (workDir) => new GrpcReplayEngine({ binaries, workDir, leaseTtl: 3600 }));
-    expect(direct.snapshot.revision).toBe(chain.lastRevision);
-    expect(grpc.snapshot.revision).toBe(chain.lastRevision);
+    expect(direct.revision).toBe(chain.lastRevision);
+    expect(grpc.revision).toBe(chain.lastRevision);
     // HashKV covers exactly the key bucket's rows, so equal rows mean equal hashes; leases must match too.
-    expect(bucketRows(direct.snapshotFile, 'key')).toEqual(bucketRows(grpc.snapshotFile, 'key'));
-    expect(bucketRows(direct.snapshotFile, 'lease')).toEqual(bucketRows(grpc.snapshotFile, 'lease'));
+    expect(bucketRows(direct.snapshotFile!, 'key')).toEqual(bucketRows(grpc.snapshotFile!, 'key'));
+    expect(bucketRows(direct.snapshotFile!, 'lease')).toEqual(bucketRows(grpc.snapshotFile!, 'lease'));
 
     const inspection = await inspectSnapshotFile({
       binaries,
-      file: direct.snapshotFile,
+      file: direct.snapshotFile!,
       workDir: join(dir, 'direct'),
       atRevision: direct.baseRevision,
       fingerprint: true,
@@ -86,13 +104,59 @@ describe('direct replay (rows written into the db file) against the gRPC oracle'
     const binaries = await findEtcdBinaries();
     const target = chain.deltas[1].startRevision + 3;
     const direct = await replayWith('direct-mid', () => new DirectReplayEngine(), target);
-    expect(direct.snapshot.revision).toBe(target);
+    expect(direct.revision).toBe(target);
     const inspection = await inspectSnapshotFile({
       binaries,
-      file: direct.snapshotFile,
+      file: direct.snapshotFile!,
       workDir: join(dir, 'direct-mid'),
       fingerprint: true,
     });
     expect(inspection.fingerprint).toEqual(await keyspaceFingerprint(client, target));
+  });
+
+  it('replays into the data dir etcd lays out from the full snapshot: the dir laid out from the result', async () => {
+    const binaries = await findEtcdBinaries();
+    const member = {
+      name: 'm1',
+      initialCluster: 'm1=http://127.0.0.1:2380',
+      initialClusterToken: 'direct-replay',
+      initialAdvertisePeerUrls: 'http://127.0.0.1:2380',
+    };
+    const viaSnapshot = await replayWith('via-snapshot', () => new DirectReplayEngine({ leaseTtl: 3600 }));
+    const laidOutAfter = join(dir, 'laid-out-after');
+    await runSnapshotRestore(binaries, viaSnapshot.snapshotFile!, laidOutAfter, member);
+    const inPlace = await replayWith('in-place', () => new DirectReplayEngine({ leaseTtl: 3600 }), undefined, {
+      binaries,
+      member,
+      dataDir: join(dir, 'laid-out-first'),
+    });
+    expect(inPlace.snapshotFile).toBeUndefined();
+    expect(inPlace.revision).toBe(chain.lastRevision);
+
+    // Every bucket — the replayed key and lease rows, and what etcd's tool wrote (members, consistent index) —
+    // and the WAL and raft snapshot are what laying out the replayed snapshot gives.
+    const db = (dataDir: string) => join(dataDir, 'member', 'snap', 'db');
+    expect(bucketNames(db(inPlace.dataDir!))).toEqual(bucketNames(db(laidOutAfter)));
+    for (const bucket of bucketNames(db(laidOutAfter))) {
+      expect(bucketRows(db(inPlace.dataDir!), bucket), bucket).toEqual(bucketRows(db(laidOutAfter), bucket));
+    }
+    for (const sub of ['wal', 'snap']) {
+      const names = (await readdir(join(laidOutAfter, 'member', sub))).filter((n) => n !== 'db');
+      expect(await readdir(join(inPlace.dataDir!, 'member', sub))).toEqual(expect.arrayContaining(names));
+      for (const name of names) {
+        const [a, b] = await Promise.all(
+          [inPlace.dataDir!, laidOutAfter].map((d) => readFile(join(d, 'member', sub, name))),
+        );
+        expect(a.equals(b), name).toBe(true);
+      }
+    }
+
+    const inspection = await inspectDataDir({
+      binaries,
+      dataDir: inPlace.dataDir!,
+      workDir: join(dir, 'in-place'),
+      fingerprint: true,
+    });
+    expect(inspection.fingerprint).toEqual(await keyspaceFingerprint(client, chain.lastRevision));
   });
 });

@@ -103,7 +103,7 @@ describe('gRPC replay into a private etcd (real etcd)', () => {
     const result = await replayChain({ store, chain, toRevision: options.toRevision, workDir, engine, maxFetchers: 2 });
     const inspection = await inspectSnapshotFile({
       binaries,
-      file: result.snapshotFile,
+      file: result.snapshotFile!,
       workDir,
       atRevision: result.baseRevision,
       fingerprint: true,
@@ -113,7 +113,7 @@ describe('gRPC replay into a private etcd (real etcd)', () => {
 
   it('rebuilds the exact keyspace, keeping every lease of the full snapshot alive through a slow replay', async () => {
     const { result, inspection } = await replay(join(dir, 'all'), { slow: true });
-    expect(result.snapshot.revision).toBe(lastRevision);
+    expect(result.revision).toBe(lastRevision);
     expect(result.deltas).toBe(3);
     expect(inspection.fingerprint).toEqual(atLast);
     expect(inspection.keys).toBe(inspection.keysAt! + result.created - result.deleted);
@@ -121,7 +121,7 @@ describe('gRPC replay into a private etcd (real etcd)', () => {
 
   it('stops exactly at a target revision', async () => {
     const { result, inspection } = await replay(join(dir, 'mid'), { toRevision: midRevision });
-    expect(result.snapshot.revision).toBe(midRevision);
+    expect(result.revision).toBe(midRevision);
     expect(inspection.fingerprint).toEqual(atMid);
   });
 

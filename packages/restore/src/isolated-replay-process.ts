@@ -1,4 +1,4 @@
-import { type ChainReplayResult, errorMessage, type Logger, openStore, replayChain } from '@etcd-steward/core';
+import { type ChainReplayResult, errorMessage, type Logger, openStore, replayChain } from '@etcd-steward/core/replay';
 import type { ChildMessage, IsolatedReplayRequest } from './isolated-replay.js';
 import { createReplayEngine } from './replay-method.js';
 
@@ -41,6 +41,7 @@ async function run(request: IsolatedReplayRequest): Promise<void> {
       }),
       maxFetchers: request.maxFetchers,
       allowPartial: request.allowPartial,
+      layout: request.layout && { ...request.layout, binaries: request.binaries },
       logger,
       signal: controller.signal,
     });

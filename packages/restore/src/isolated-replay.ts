@@ -5,6 +5,7 @@ import {
   type EtcdBinaries,
   IntegrityError,
   type Logger,
+  type MemberConfig,
   OperationError,
   recordChildPid,
   type SnapshotChain,
@@ -29,6 +30,8 @@ export interface IsolatedReplayRequest {
   leaseTtl?: number;
   maxFetchers: number;
   allowPartial?: boolean;
+  /** Lay out this member's data dir first and replay into it, where the method can (see replayChain). */
+  layout?: { member: MemberConfig; dataDir: string };
 }
 
 export type ChildMessage =

@@ -5,7 +5,7 @@ import {
   type Logger,
   type ReplayEngine,
   type TxnLimits,
-} from '@etcd-steward/core';
+} from '@etcd-steward/core/replay';
 
 /**
  * How deltas are replayed. Both produce the same data — identical rows in etcd's `key` bucket — which the

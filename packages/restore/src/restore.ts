@@ -108,6 +108,7 @@ export async function restore(options: RestoreOptions): Promise<RestoreResult> {
             leaseTtl: options.leaseTtl,
             maxFetchers: options.maxFetchers ?? 4,
             allowPartial: options.allowPartial,
+            layout: { member: options.member, dataDir: join(workDir, 'data') },
           },
           logger,
           options.signal,
@@ -131,7 +132,7 @@ export async function restore(options: RestoreOptions): Promise<RestoreResult> {
       });
       const lostNow = replayed.stoppedBy
         ? {
-            fromRevision: replayed.snapshot.revision + 1,
+            fromRevision: replayed.revision + 1,
             toRevision: plan.target.revision ?? plan.newestRevision,
             delta: replayed.stoppedBy.delta,
             reason: replayed.stoppedBy.reason,
@@ -159,8 +160,9 @@ export async function restore(options: RestoreOptions): Promise<RestoreResult> {
 }
 
 /**
- * Makes the member's data dir from the replayed snapshot with etcd's own restore tool, proves it (etcd starts
- * on a copy and reports the expected revision and key count, then stops cleanly) and swaps it in.
+ * Makes the member's data dir from the replayed snapshot with etcd's own restore tool, unless the replay
+ * already went into one; proves it (etcd starts on a copy and reports the expected revision and key count,
+ * then stops cleanly) and swaps it in.
  */
 async function finish(
   options: RestoreOptions,
@@ -169,7 +171,7 @@ async function finish(
   replayed: ChainReplayResult,
   ctx: { binaries: EtcdBinaries; target: DataDirTarget; workDir: string; logger: Logger; signal?: AbortSignal },
 ): Promise<{ dataDir: string; revision: number; keys: number }> {
-  const revision = replayed.snapshot.revision;
+  const revision = replayed.revision;
   const partial = replayed.stoppedBy !== undefined || chain.gap !== undefined;
   if (options.toRevision !== undefined && revision !== options.toRevision && !partial) {
     throw new OperationError(
@@ -177,9 +179,11 @@ async function finish(
     );
   }
   const dataDir = join(ctx.workDir, 'data');
-  ctx.logger.info('laying out the member data dir', { member: options.member.name, revision });
-  await runSnapshotRestore(ctx.binaries, replayed.snapshotFile, dataDir, options.member);
-  await rm(replayed.snapshotFile, { force: true });
+  if (replayed.snapshotFile) {
+    ctx.logger.info('laying out the member data dir', { member: options.member.name, revision });
+    await runSnapshotRestore(ctx.binaries, replayed.snapshotFile, dataDir, options.member, { signal: ctx.signal });
+    await rm(replayed.snapshotFile, { force: true });
+  }
   const onDisk = await dbFileRevision(join(dataDir, 'member', 'snap', 'db'));
   ctx.signal?.throwIfAborted();
   ctx.logger.info('verifying the result', { revision });
