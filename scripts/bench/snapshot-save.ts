@@ -10,8 +10,20 @@ import { startCluster } from '@etcd-steward/core/testing';
 import { measure, median, printTable } from './measure.ts';
 
 const { values } = parseArgs({
-  options: { keys: { type: 'string', default: '200000' }, runs: { type: 'string', default: '3' } },
+  options: {
+    keys: { type: 'string', default: '200000' },
+    runs: { type: 'string', default: '3' },
+    help: { type: 'boolean', short: 'h', default: false },
+  },
 });
+if (values.help) {
+  console.log(`Usage: node scripts/bench/snapshot-save.ts [--keys 200000] [--runs 3]
+Loads --keys keys of 1 KiB into a fresh etcd on loopback, then runs etcdctl snapshot save and
+etcd-snapshot save (zstd, gzip) --runs times each, interleaved; prints median seconds, the ratio to
+etcdctl and the peak RSS of each process tree. Build first (pnpm exec tsc -b); on a shared machine
+wrap it in flock so that benchmarks do not overlap.`);
+  process.exit(0);
+}
 const keys = Number(values.keys);
 const runs = Number(values.runs);
 const root = new URL('../..', import.meta.url).pathname;

@@ -1,10 +1,10 @@
 import { Transform } from 'node:stream';
 
 /**
- * Joins small chunks into chunks of at least `size` bytes. etcd streams snapshots in 32 KiB messages, and
- * every async compression call and pipeline stage costs per chunk. 128 KiB gets most of the gain; larger
- * chunks live long enough to be promoted out of V8's young generation and raise peak memory
- * (scripts/bench/snapshot-save.ts, docs/performance.md).
+ * Joins small chunks (a delta's events, say) into chunks of at least `size` bytes: every compression call
+ * and pipeline stage costs per chunk. Measured on snapshots (etcd's 32 KiB messages, which
+ * snapshot-stream.ts now joins as it reads them), 128 KiB got most of the gain; larger chunks live long
+ * enough to be promoted out of V8's young generation and raise peak memory (docs/performance.md).
  */
 export function coalesce(size = 128 << 10): Transform {
   let parts: Buffer[] = [];

@@ -14,17 +14,21 @@ import { readFields, writeBytesFields } from './protobuf-wire.js';
 const WINDOW = 4 << 20;
 
 export interface GrpcCall {
-  /** gRPC message payloads as they arrive (object mode: one Buffer a message). */
+  /** gRPC message payloads as they arrive (object mode: one Buffer a message), or what `decode` makes of them. */
   messages: Transform;
   close(): void;
 }
 
-/** Starts a call with one request message; the response messages stream out of `messages`. */
+/**
+ * Starts a call with one request message; the response messages stream out of `messages`. `decode` reads
+ * the response body (gRPC's length-prefixed frames) itself, for a caller that must not assemble each
+ * message first.
+ */
 export function grpcCall(
   conn: EtcdConnection,
   path: string,
   request: Buffer,
-  options: { signal?: AbortSignal; endpoint?: string; token?: string } = {},
+  options: { signal?: AbortSignal; endpoint?: string; token?: string; decode?: (endpoint: string) => Transform } = {},
 ): GrpcCall {
   const endpoint = options.endpoint ?? conn.endpoints[0];
   const session = http2.connect(endpoint, {
@@ -37,7 +41,7 @@ export function grpcCall(
         }
       : {}),
   });
-  const messages = new GrpcFrames(endpoint);
+  const messages = options.decode?.(endpoint) ?? new GrpcFrames(endpoint);
   const close = () => {
     session.destroy();
   };

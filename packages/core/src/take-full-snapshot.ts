@@ -2,7 +2,6 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { coalesce } from './coalesce.js';
 import { type CompressionPolicy, compressionSuffix, compressor } from './compression.js';
 import type { EtcdConnection } from './etcd-client.js';
 import { reachMember } from './etcd-status.js';
@@ -59,11 +58,10 @@ export async function takeFullSnapshot(options: FullSnapshotOptions): Promise<Sa
     const stored = new StoredDigest();
     await pipeline(
       openSnapshotStream(options.connection, { endpoint, token, signal: options.signal }),
-      coalesce(),
       boundedMemory(),
       byteProgress(logger, 'snapshot', status.dbSize),
       check,
-      compressor(options.compression),
+      compressor(options.compression, { parallel: true }),
       stored,
       createWriteStream(temp),
       { signal: options.signal },
