@@ -62,6 +62,7 @@ export async function startSidecar(options: {
   dir: string;
   port?: number;
   args?: string[];
+  env?: NodeJS.ProcessEnv;
 }): Promise<SidecarProcess> {
   const port = options.port ?? (await freePort());
   await mkdir(options.dir, { recursive: true });
@@ -83,7 +84,7 @@ export async function startSidecar(options: {
       String(port),
       ...withDefaults(options.args ?? [], FAST_SIDECAR),
     ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
+    { stdio: ['ignore', 'pipe', 'pipe'], env: options.env },
   );
   const log = createWriteStream(logFile, { flags: 'a' });
   child.stdout?.pipe(log, { end: false });

@@ -1,14 +1,19 @@
-// etcd-snapshot run (the sidecar) under a steady write load: its peak RSS, and the delta lag from a write
-// to the moment its delta is in the store. Usage (after `pnpm exec tsc -b`):
+// etcd-snapshot run (the sidecar) under a steady write load: its memory (peak RSS, split into anonymous memory and
+// file-backed pages, and the JS heap's generations), its CPU, and the delta lag from a write to the moment its
+// delta is in the store. Usage (after `pnpm exec tsc -b`):
 //   node scripts/bench/sidecar.ts [--rate 10000] [--seconds 30] [--value-size 1024] [--period 20s] [--memory-limit 10Mi]
-//     [--sidecar-node-options=--max-semi-space-size=4]
+//     [--sidecar-node-options='--max-semi-space-size=64 …'] [--cgroup-limit 100Mi [--cgroup-parent DIR]] [--full]
+// With --full, once the deltas have caught up, a full snapshot of the database the load built is taken through the
+// HTTP API, and the sidecar's memory while it runs is reported on its own.
+// With --cgroup-limit the sidecar runs in a memory cgroup (v1) of that limit, created under --cgroup-parent (default:
+// this process's memory cgroup) and removed afterwards: what Kubernetes does with a container's memory limit.
 // Target (issue #4): 10,000 writes/s of 1 KiB values with bounded memory; the writer reports what it reaches.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, rmdir } from 'node:fs/promises';
 import http2 from 'node:http2';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -32,8 +37,11 @@ const { values } = parseArgs({
     'value-size': { type: 'string', default: '1024' },
     period: { type: 'string', default: '20s' },
     'memory-limit': { type: 'string', default: '10Mi' },
-    // e.g. --sidecar-node-options=--max-semi-space-size=4 (V8's young generation: memory against CPU)
+    // Node and V8 flags on the sidecar's command line, where they override the sidecar's own (process-settings.ts)
     'sidecar-node-options': { type: 'string', default: '' },
+    'cgroup-limit': { type: 'string' },
+    'cgroup-parent': { type: 'string' },
+    full: { type: 'boolean', default: false },
   },
 });
 const rate = Number(values.rate);
@@ -42,76 +50,113 @@ const valueSize = Number(values['value-size']);
 const root = new URL('../..', import.meta.url).pathname;
 const work = await mkdtemp(join(tmpdir(), 'bench-sidecar-'));
 const storeDir = join(work, 'store');
+const loadBefore = loadavg();
 const cluster = await startCluster();
 const port = await freePort();
 const url = `http://127.0.0.1:${port}`;
-const sidecar = spawn(
+const cgroup = values['cgroup-limit'] ? await memoryCgroup(values['cgroup-limit'], values['cgroup-parent']) : undefined;
+const command = [
   process.execPath,
-  [
-    join(root, 'packages/snapshot/bin/etcd-snapshot.js'),
-    'run',
-    '--endpoints',
-    cluster.endpoints[0],
-    '--store',
-    `file://${storeDir}`,
-    '--spool-dir',
-    join(work, 'spool'),
-    '--server-host',
-    '127.0.0.1',
-    '--server-port',
-    String(port),
-    '--delta-snapshot-period',
-    values.period,
-    '--delta-snapshot-memory-limit',
-    values['memory-limit'],
-  ],
-  {
-    stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, NODE_OPTIONS: values['sidecar-node-options'] },
-  },
+  ...values['sidecar-node-options'].split(' ').filter(Boolean),
+  join(root, 'packages/snapshot/bin/etcd-snapshot.js'),
+  'run',
+  '--endpoints',
+  cluster.endpoints[0],
+  '--store',
+  `file://${storeDir}`,
+  '--spool-dir',
+  join(work, 'spool'),
+  '--server-host',
+  '127.0.0.1',
+  '--server-port',
+  String(port),
+  '--delta-snapshot-period',
+  values.period,
+  '--delta-snapshot-memory-limit',
+  values['memory-limit'],
+];
+// In the cgroup from its first instruction, as in a container: Node sizes its heap by the limit it sees at start.
+const sidecar = cgroup
+  ? spawn('sh', ['-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', cgroup.dir, ...command], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+      env: process.env,
+    })
+  : spawn(command[0], command.slice(1), {
+      stdio: ['ignore', 'ignore', 'inherit'],
+      env: process.env,
+    });
+const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+  sidecar.once('exit', (code, signal) => resolve({ code, signal })),
 );
 
-const rssMb = () => {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${sidecar.pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : 0;
+/** The sidecar's resident memory, MB: in all, anonymous (heap, buffers, malloc) and file-backed (node's code). */
+const residentMb = () => {
+  const status = readFileSync(`/proc/${sidecar.pid}/status`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0) / 1024;
+  return { rss: kb('VmRSS'), anon: kb('RssAnon'), file: kb('RssFile') };
 };
-const metric = async (name: string, labels = '') => {
-  const text = await (await fetch(`${url}/metrics`)).text();
+/** CPU seconds the sidecar has used (user + system). */
+const cpuSeconds = () => {
+  const fields = readFileSync(`/proc/${sidecar.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+};
+const metrics = async () => await (await fetch(`${url}/metrics`)).text();
+/** One sample of a scrape; 0 when absent. */
+const sample = (text: string, name: string, labels = '') => {
   const line = text.split('\n').find((l) => l.startsWith(`${name}${labels ? `{${labels}}` : ''} `));
   return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
 };
+const metric = async (name: string, labels = '') => sample(await metrics(), name, labels);
 const waitFor = async (what: string, probe: () => Promise<boolean>, ms = 120_000) => {
   const deadline = Date.now() + ms;
   while (!(await probe().catch(() => false))) {
+    if (sidecar.exitCode !== null || sidecar.signalCode !== null) throw new Error(`the sidecar exited: no ${what}`);
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(100);
   }
 };
+const mb = (bytes: number) => (bytes / 1048576).toFixed(0);
 
+let sampler: NodeJS.Timeout | undefined;
+let scraper: NodeJS.Timeout | undefined;
 try {
   await waitFor(
     'the first full snapshot',
     async () => (await metric('etcdbr_snapshot_latest_revision', 'kind="Full"')) > 0,
   );
   await sleep(1_000);
-  const idleRss = rssMb();
-  let peakRss = idleRss;
-  let maxWatchLag = 0;
-  let maxSpool = 0;
-  let maxBuffered = 0;
-  let maxHeap = 0;
-  let maxExternal = 0;
-  const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMb())), 50);
-  const scraper = setInterval(async () => {
-    maxWatchLag = Math.max(maxWatchLag, await metric('etcd_snapshot_watch_lag_revisions').catch(() => 0));
-    maxSpool = Math.max(maxSpool, await metric('etcd_snapshot_spool_deltas').catch(() => 0));
-    maxBuffered = Math.max(maxBuffered, await metric('etcd_snapshot_buffered_bytes').catch(() => 0));
-    maxHeap = Math.max(maxHeap, await metric('nodejs_heap_size_used_bytes').catch(() => 0));
-    maxExternal = Math.max(maxExternal, await metric('nodejs_external_memory_bytes').catch(() => 0));
+  const idle = residentMb();
+  let peak = { ...idle };
+  const max = { watchLag: 0, spool: 0, buffered: 0, heap: 0, external: 0, newSpace: 0, oldSpace: 0, cgroupAnon: 0 };
+  sampler = setInterval(() => {
+    let now: ReturnType<typeof residentMb>;
+    try {
+      if (cgroup) max.cgroupAnon = Math.max(max.cgroupAnon, cgroup.anonBytes());
+      now = residentMb();
+    } catch {
+      return; // the sidecar is gone (killed by the cgroup's OOM killer?): the run reports it
+    }
+    peak.rss = Math.max(peak.rss, now.rss);
+    peak.anon = Math.max(peak.anon, now.anon);
+    peak.file = Math.max(peak.file, now.file);
+  }, 50);
+  scraper = setInterval(async () => {
+    const text = await metrics().catch(() => '');
+    const high = (key: keyof typeof max, name: string, labels = '') =>
+      (max[key] = Math.max(max[key], sample(text, name, labels)));
+    high('watchLag', 'etcd_snapshot_watch_lag_revisions');
+    high('spool', 'etcd_snapshot_spool_deltas');
+    high('buffered', 'etcd_snapshot_buffered_bytes');
+    high('heap', 'nodejs_heap_size_used_bytes');
+    high('external', 'nodejs_external_memory_bytes');
+    high('newSpace', 'nodejs_heap_space_size_total_bytes', 'space="new"');
+    high('oldSpace', 'nodejs_heap_space_size_total_bytes', 'space="old"');
   }, 1_000);
 
   console.log(`writing ${rate}/s of ${valueSize}-byte values for ${seconds}s…`);
+  const cpuBefore = cpuSeconds();
   const written = await writeLoad(cluster.endpoints[0], rate, seconds, valueSize);
+  const cpuUnderLoad = cpuSeconds() - cpuBefore;
   const lastRevision = (await memberStatus({ endpoints: cluster.endpoints })).revision;
   const loadEnded = Date.now();
   await waitFor(
@@ -119,10 +164,43 @@ try {
     async () => (await metric('etcdbr_snapshot_latest_revision', 'kind="Incr"')) >= lastRevision,
   );
   const drainSeconds = (Date.now() - loadEnded) / 1000;
+  const text = await metrics();
+  const loadPeak = peak;
+  let full: string[][] = [];
+  if (values.full) {
+    peak = residentMb();
+    const started = Date.now();
+    const response = await fetch(`${url}/snapshot/full`, { method: 'POST' }).catch((err: Error) => err);
+    if (!(response instanceof Response) || response.status !== 200) {
+      const exit = sidecar.exitCode ?? sidecar.signalCode;
+      const reason = response instanceof Response ? await response.text() : response.message;
+      throw new Error(`the full snapshot failed${exit === null ? '' : ` (the sidecar exited: ${exit})`}: ${reason}`);
+    }
+    const seconds = (Date.now() - started) / 1000;
+    const stored = (await response.json()) as { snapName: string };
+    full = [
+      [
+        'full snapshot through the API: seconds / stored MB',
+        `${seconds.toFixed(1)} / ${(((await new LocalStore(storeDir).stat(`v2/${stored.snapName}`))?.size ?? 0) / 1e6).toFixed(1)}`,
+      ],
+      [
+        'sidecar RSS peak during it: all / anon / file, MiB',
+        `${peak.rss.toFixed(0)} / ${peak.anon.toFixed(0)} / ${peak.file.toFixed(0)}`,
+      ],
+    ];
+    peak = loadPeak;
+  }
   clearInterval(sampler);
   clearInterval(scraper);
+  const gc = (kind: string) =>
+    `${sample(text, 'nodejs_gc_duration_seconds_count', `kind="${kind}"`)} / ${sample(
+      text,
+      'nodejs_gc_duration_seconds_sum',
+      `kind="${kind}"`,
+    ).toFixed(1)} s`;
   sidecar.kill('SIGTERM');
-  await new Promise((resolve) => sidecar.once('exit', resolve));
+  const exit = await exited;
+  const loadAfter = loadavg();
 
   const lags = await deltaLags(new LocalStore(storeDir));
   const entries = await listSnapshots(new LocalStore(storeDir));
@@ -131,27 +209,87 @@ try {
     (lags.sorted[Math.min(lags.sorted.length - 1, Math.floor((p / 100) * lags.sorted.length))] / 1000).toFixed(1);
   printTable([
     ['measure', 'value'],
+    ['load average before / after (1 min)', `${loadBefore[0].toFixed(2)} / ${loadAfter[0].toFixed(2)}`],
     ['target writes/s (1 revision each)', String(rate)],
     ['writes/s reached (etcd, this machine)', String(Math.round(written.writes / written.seconds))],
     ['write errors', String(written.errors)],
     ['events in deltas', String(lags.sorted.length)],
     ['deltas / stored MB', `${deltas.length} / ${(deltas.reduce((s, d) => s + d.size, 0) / 1e6).toFixed(1)}`],
-    ['sidecar RSS idle, MB', idleRss.toFixed(0)],
-    ['sidecar RSS peak under load, MB', peakRss.toFixed(0)],
-    ['max JS heap used / external (buffers), MB', `${(maxHeap / 1e6).toFixed(0)} / ${(maxExternal / 1e6).toFixed(0)}`],
-    ['max buffered delta JSON, MB', (maxBuffered / 1e6).toFixed(1)],
-    ['max watch lag, revisions', String(maxWatchLag)],
-    ['max spooled deltas', String(maxSpool)],
+    [
+      'sidecar RSS idle: all / anon / file, MiB',
+      `${idle.rss.toFixed(0)} / ${idle.anon.toFixed(0)} / ${idle.file.toFixed(0)}`,
+    ],
+    [
+      'sidecar RSS peak: all / anon / file, MiB',
+      `${peak.rss.toFixed(0)} / ${peak.anon.toFixed(0)} / ${peak.file.toFixed(0)}`,
+    ],
+    ['max JS heap used / new space / old space, MiB', `${mb(max.heap)} / ${mb(max.newSpace)} / ${mb(max.oldSpace)}`],
+    ['max external memory (buffers), MiB', mb(max.external)],
+    ['GCs minor / major: count / time', `${gc('minor')}, ${gc('major')}`],
+    ['sidecar CPU under load, % of a core', ((100 * cpuUnderLoad) / written.seconds).toFixed(0)],
+    ['max delta JSON not yet in a finished delta, MB', (max.buffered / 1e6).toFixed(1)],
+    ['max watch lag, revisions', String(max.watchLag)],
+    ['max spooled deltas', String(max.spool)],
     [
       'delta lag write→stored p50 / p99 / max, s',
       `${pct(50)} / ${pct(99)} / ${(lags.sorted.at(-1)! / 1000).toFixed(1)}`,
     ],
     ['last delta stored after load ended, s', drainSeconds.toFixed(1)],
+    ['deltas that fail to decompress', lags.unreadable.length ? lags.unreadable.join('; ') : 'none'],
+    ['sidecar exit', exit.signal ?? String(exit.code)],
+    ...full,
+    ...(cgroup ? cgroup.report(max.cgroupAnon) : []),
   ]);
+} catch (err) {
+  if (cgroup) console.error(cgroup.report(0).at(-1)!.join(': '));
+  throw err;
 } finally {
-  if (sidecar.exitCode === null) sidecar.kill('SIGKILL');
+  clearInterval(sampler);
+  clearInterval(scraper);
+  if (sidecar.exitCode === null && sidecar.signalCode === null) sidecar.kill('SIGKILL');
   await cluster.stop();
+  await cgroup?.remove();
   await rm(work, { recursive: true, force: true });
+}
+
+/** A memory cgroup (v1) with `limit`, for the sidecar alone; `remove` once the sidecar has exited. */
+async function memoryCgroup(limit: string, parent?: string) {
+  const units: Record<string, number> = { '': 1, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3 };
+  const m = /^(\d+)(Ki|Mi|Gi|)$/.exec(limit);
+  if (!m) throw new Error(`--cgroup-limit ${limit}: give bytes or Ki/Mi/Gi, e.g. 100Mi`);
+  const own = /^\d+:memory:(.*)$/m.exec(readFileSync('/proc/self/cgroup', 'utf8'))?.[1] ?? '/';
+  const dir = join(parent ?? join('/sys/fs/cgroup/memory', own), `bench-sidecar-${process.pid}`);
+  await mkdir(dir);
+  const file = (name: string) => join(dir, name);
+  writeFileSync(file('memory.limit_in_bytes'), String(Number(m[1]) * units[m[2]]));
+  const stat = () =>
+    Object.fromEntries(
+      readFileSync(file('memory.stat'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => l.split(' '))
+        .map(([k, v]) => [k, Number(v)]),
+    );
+  return {
+    dir,
+    /** Anonymous memory charged to the cgroup now: what its limit cannot reclaim (there is no swap). */
+    anonBytes: () => stat().total_rss ?? 0,
+    report(maxAnon: number): string[][] {
+      const oom = /oom_kill (\d+)/.exec(readFileSync(file('memory.oom_control'), 'utf8'))?.[1] ?? '?';
+      return [
+        ['cgroup limit, MiB', mb(Number(readFileSync(file('memory.limit_in_bytes'), 'utf8')))],
+        [
+          'cgroup peak usage (with page cache), MiB',
+          mb(Number(readFileSync(file('memory.max_usage_in_bytes'), 'utf8'))),
+        ],
+        ['cgroup peak anonymous memory (sampled), MiB', mb(maxAnon)],
+        ['cgroup times at the limit / OOM kills', `${readFileSync(file('memory.failcnt'), 'utf8').trim()} / ${oom}`],
+      ];
+    },
+    async remove() {
+      if (existsSync(dir)) await rmdir(dir).catch(() => {});
+    },
+  };
 }
 
 /**
@@ -220,17 +358,23 @@ function field(n: number, bytes: Buffer): Buffer {
 }
 
 /** For every benchmark event in the deltas: when its delta was stored (file time) minus when it was written. */
-async function deltaLags(store: LocalStore): Promise<{ sorted: number[] }> {
+async function deltaLags(store: LocalStore): Promise<{ sorted: number[]; unreadable: string[] }> {
   const lags: number[] = [];
+  const unreadable: string[] = [];
   for (const entry of (await listSnapshots(store)).filter((e) => e.kind === 'Incr')) {
     const storedAt = (await store.stat(entry.name))!.lastModified.getTime();
     const decoder = new DeltaDecoder(entry.name);
     const done = pipeline(await store.get(entry.name), decompressor(entry.compression), decoder);
-    for await (const e of decoder as AsyncIterable<DeltaEvent>) {
-      const stamp = Number(e.value.subarray(0, 13).toString());
-      if (e.key.toString().startsWith('/bench/') && stamp > 0) lags.push(storedAt - stamp);
+    try {
+      for await (const e of decoder as AsyncIterable<DeltaEvent>) {
+        const stamp = Number(e.value.subarray(0, 13).toString());
+        if (e.key.toString().startsWith('/bench/') && stamp > 0) lags.push(storedAt - stamp);
+      }
+      await done;
+    } catch (err) {
+      await done.catch(() => {});
+      unreadable.push(`${entry.name} (${entry.size} bytes): ${(err as Error).message}`);
     }
-    await done;
   }
-  return { sorted: lags.sort((a, b) => a - b) };
+  return { sorted: lags.sort((a, b) => a - b), unreadable };
 }

@@ -26,16 +26,35 @@ export interface DeltaEvent {
 
 export const DELTA_TRAILER = SHA256_TRAILER;
 
-/** One array element, with fields in the order and omissions of Go's encoder. */
+const ARRAY_END = Buffer.from(']');
+
+/**
+ * One array element, with fields in the order and omissions of Go's encoder, handed to `write` in pieces: the
+ * base64 of the value on its own, so that an encoder writing into a buffer never joins the whole element first.
+ */
+export function writeDeltaEvent(e: DeltaEvent, write: (json: string) => void): void {
+  write(e.type === 'delete' ? '{"etcdEvent":{"type":1,"kv":{"key":"' : '{"etcdEvent":{"kv":{"key":"');
+  write(e.key.toString('base64'));
+  let next = '"';
+  if (e.createRevision) next += `,"create_revision":${e.createRevision}`;
+  if (e.modRevision) next += `,"mod_revision":${e.modRevision}`;
+  if (e.version) next += `,"version":${e.version}`;
+  if (e.value.length > 0) {
+    write(`${next},"value":"`);
+    write(e.value.toString('base64'));
+    next = '"';
+  }
+  if (e.lease !== '0' && e.lease !== '') next += `,"lease":${e.lease}`;
+  write(`${next}}},"time":${JSON.stringify(e.time)}}`);
+}
+
+/** One array element as a string. */
 export function encodeDeltaEvent(e: DeltaEvent): string {
-  const kv: string[] = [`"key":"${e.key.toString('base64')}"`];
-  if (e.createRevision) kv.push(`"create_revision":${e.createRevision}`);
-  if (e.modRevision) kv.push(`"mod_revision":${e.modRevision}`);
-  if (e.version) kv.push(`"version":${e.version}`);
-  if (e.value.length > 0) kv.push(`"value":"${e.value.toString('base64')}"`);
-  if (e.lease !== '0' && e.lease !== '') kv.push(`"lease":${e.lease}`);
-  const type = e.type === 'delete' ? '"type":1,' : '';
-  return `{"etcdEvent":{${type}"kv":{${kv.join(',')}}},"time":${JSON.stringify(e.time)}}`;
+  let json = '';
+  writeDeltaEvent(e, (piece) => {
+    json += piece;
+  });
+  return json;
 }
 
 const INT64 = /^-?\d{1,19}$/;
@@ -83,27 +102,75 @@ export function decodeDeltaEvent(json: string): DeltaEvent {
   return decoded;
 }
 
-/** The bytes of a delta (before compression): JSON array then sha256 trailer, produced as events arrive. */
+/**
+ * The bytes of a delta (before compression), written one event at a time (object mode): the JSON array, then,
+ * when the writer ends, its sha256 trailer. The JSON comes out in chunks of about `chunkSize` bytes rather than
+ * a Buffer an event, because every stage after it (the compressor on libuv's pool, the file) costs per chunk;
+ * and nothing of an event is kept once it is written, so a delta being written holds no more than one chunk.
+ */
+export class DeltaEncoder extends Transform {
+  /** Bytes of JSON so far (what `--delta-snapshot-memory-limit` counts). */
+  bytes = 0;
+  private readonly hash = createHash('sha256');
+  private chunk?: Buffer;
+  private used = 0;
+  private events = 0;
+
+  constructor(private readonly chunkSize = 64 << 10) {
+    super({ writableObjectMode: true });
+    this.append('[');
+  }
+
+  override _transform(event: DeltaEvent, _enc: BufferEncoding, done: TransformCallback): void {
+    if (this.events++ > 0) this.append(',');
+    writeDeltaEvent(event, this.append);
+    done();
+  }
+
+  override _flush(done: TransformCallback): void {
+    // The end in one push, trailer included: a compressor that gets its last input in one write ends its stream with
+    // one frame (Node's zstd appends an empty frame when it is ended with writes queued; see OpenDelta.finish).
+    const tail = Buffer.concat([this.chunk?.subarray(0, this.used) ?? Buffer.alloc(0), ARRAY_END]);
+    this.bytes += ARRAY_END.length;
+    this.hash.update(tail);
+    this.push(Buffer.concat([tail, this.hash.digest()]));
+    this.chunk = undefined;
+    this.used = 0;
+    done();
+  }
+
+  private readonly append = (json: string): void => {
+    const length = Buffer.byteLength(json);
+    this.bytes += length;
+    if (this.chunk && this.used + length > this.chunk.length) this.passChunk();
+    if (length > this.chunkSize) {
+      const whole = Buffer.from(json);
+      this.hash.update(whole);
+      this.push(whole);
+      return;
+    }
+    this.chunk ??= Buffer.allocUnsafe(this.chunkSize);
+    this.used += this.chunk.write(json, this.used);
+  };
+
+  /** Passes the filled part of the chunk on; the next event starts a new chunk, since this one is now downstream's. */
+  private passChunk(): void {
+    if (!this.chunk || this.used === 0) return;
+    const out = this.chunk.subarray(0, this.used);
+    this.hash.update(out);
+    this.push(out);
+    this.chunk = undefined;
+    this.used = 0;
+  }
+}
+
+/** The bytes of a delta (before compression) from its events: DeltaEncoder over an iterable. */
 export function encodeDelta(events: Iterable<DeltaEvent> | AsyncIterable<DeltaEvent>): Readable {
-  return Readable.from(
-    (async function* () {
-      const hash = createHash('sha256');
-      const emit = (s: string) => {
-        const b = Buffer.from(s);
-        hash.update(b);
-        return b;
-      };
-      let first = true;
-      yield emit('[');
-      for await (const e of events) {
-        yield emit(`${first ? '' : ','}${encodeDeltaEvent(e)}`);
-        first = false;
-      }
-      yield emit(']');
-      yield hash.digest();
-    })(),
-    { objectMode: false },
-  );
+  const source = Readable.from(events);
+  const encoder = new DeltaEncoder();
+  source.once('error', (err) => encoder.destroy(err));
+  encoder.once('close', () => source.destroy());
+  return source.pipe(encoder);
 }
 
 /**

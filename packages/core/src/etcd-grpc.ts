@@ -19,17 +19,21 @@ export interface GrpcCall {
   close(): void;
 }
 
-/**
- * Starts a call with one request message; the response messages stream out of `messages`. `decode` reads
- * the response body (gRPC's length-prefixed frames) itself, for a caller that must not assemble each
- * message first.
- */
-export function grpcCall(
-  conn: EtcdConnection,
-  path: string,
-  request: Buffer,
-  options: { signal?: AbortSignal; endpoint?: string; token?: string; decode?: (endpoint: string) => Transform } = {},
-): GrpcCall {
+export interface GrpcCallOptions {
+  signal?: AbortSignal;
+  endpoint?: string;
+  token?: string;
+  /**
+   * Response messages decoded ahead of a reader that is slower than etcd (64 unless set). Besides these, HTTP/2
+   * flow control lets etcd send up to 4 MiB more before it waits.
+   */
+  readAhead?: number;
+  /** Reads the response body (gRPC's length-prefixed frames) itself, for a caller that must not assemble each message first. */
+  decode?: (endpoint: string) => Transform;
+}
+
+/** Starts a call with one request message; the response messages stream out of `messages`. */
+export function grpcCall(conn: EtcdConnection, path: string, request: Buffer, options: GrpcCallOptions = {}): GrpcCall {
   const endpoint = options.endpoint ?? conn.endpoints[0];
   const session = http2.connect(endpoint, {
     settings: { initialWindowSize: WINDOW },
@@ -41,7 +45,7 @@ export function grpcCall(
         }
       : {}),
   });
-  const messages = options.decode?.(endpoint) ?? new GrpcFrames(endpoint);
+  const messages = options.decode?.(endpoint) ?? new GrpcFrames(endpoint, options.readAhead ?? 64);
   const close = () => {
     session.destroy();
   };
@@ -129,8 +133,11 @@ class GrpcFrames extends Transform {
   private pending: Buffer[] = [];
   private pendingBytes = 0;
 
-  constructor(private readonly endpoint: string) {
-    super({ readableObjectMode: true, readableHighWaterMark: 64 });
+  constructor(
+    private readonly endpoint: string,
+    readAhead: number,
+  ) {
+    super({ readableObjectMode: true, readableHighWaterMark: readAhead });
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
@@ -152,17 +159,33 @@ class GrpcFrames extends Transform {
   }
 
   private peek(n: number): Buffer {
-    if (this.pending[0].length < n) this.pending = [Buffer.concat(this.pending, this.pendingBytes)];
-    return this.pending[0].subarray(0, n);
+    return this.pending[0].length >= n ? this.pending[0].subarray(0, n) : this.gather(n);
   }
 
   private consume(n: number): Buffer {
-    if (this.pending[0].length < n) this.pending = [Buffer.concat(this.pending, this.pendingBytes)];
-    const head = this.pending[0];
-    const out = head.subarray(0, n);
-    if (head.length === n) this.pending.shift();
-    else this.pending[0] = head.subarray(n);
+    const out = this.pending[0].length >= n ? this.pending[0].subarray(0, n) : this.gather(n);
     this.pendingBytes -= n;
+    for (let left = n; left > 0; ) {
+      const head = this.pending[0];
+      if (head.length <= left) {
+        left -= head.length;
+        this.pending.shift();
+      } else {
+        this.pending[0] = head.subarray(left);
+        left = 0;
+      }
+    }
+    return out;
+  }
+
+  /**
+   * A copy of the next `n` bytes, which straddle chunks. Only those: a copy of all that is pending would keep every
+   * message in it alive as long as the one read last (in a watch catching up, megabytes for as long as their
+   * events take to write).
+   */
+  private gather(n: number): Buffer {
+    const out = Buffer.allocUnsafe(n);
+    for (let i = 0, filled = 0; filled < n; i++) filled += this.pending[i].copy(out, filled, 0, n - filled);
     return out;
   }
 }

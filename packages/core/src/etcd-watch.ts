@@ -3,7 +3,7 @@ import type { DeltaEvent } from './delta-format.js';
 import { errorMessage, OperationError } from './errors.js';
 import type { EtcdConnection } from './etcd-client.js';
 import { etcdAuthToken, grpcCall } from './etcd-grpc.js';
-import { type ProtoField, readFields } from './protobuf-wire.js';
+import { ProtoCursor } from './protobuf-wire.js';
 
 /** What one watch response delivered: whole revisions, in order. */
 export interface WatchBatch {
@@ -24,6 +24,7 @@ export class WatchCompactedError extends OperationError {
 }
 
 const EVERY_KEY = Buffer.from([0]);
+const EMPTY = Buffer.alloc(0);
 
 /**
  * Every change to the whole keyspace from `fromRevision` on, as etcd's Watch stream sends it, read over plain
@@ -48,6 +49,9 @@ export async function* watchRevisions(
   const call = grpcCall(conn, '/etcdserverpb.Watch/Watch', watchCreateRequest(fromRevision), {
     signal: options.signal,
     token,
+    // A response catching up holds up to 1000 revisions (~1 MB of 1 KiB values): decoding more of them ahead of
+    // a busy reader would only hold them in memory, where etcd keeps them anyway.
+    readAhead: 1,
   });
   try {
     for await (const message of call.messages as AsyncIterable<Buffer>) {
@@ -104,38 +108,53 @@ function readWatchResponse(message: Buffer, time: string): WatchResponse {
     cancelReason: '',
     events: [],
   };
-  for (const f of readFields(message)) {
-    if (f.field === 1 && f.bytes) res.headerRevision = Number(varintOf(readFields(f.bytes), 3));
-    else if (f.field === 3) res.created = f.varint === 1n;
-    else if (f.field === 4) res.canceled = f.varint === 1n;
-    else if (f.field === 5) res.compactRevision = Number(f.varint ?? 0n);
-    else if (f.field === 6 && f.bytes) res.cancelReason = f.bytes.toString('utf8');
-    else if (f.field === 11 && f.bytes) res.events.push(readEvent(f.bytes, time));
+  for (const f = new ProtoCursor(message); f.next(); ) {
+    if (f.wire === 2) {
+      if (f.field === 1) {
+        for (const header = f.embedded(); header.next(); ) if (header.field === 3) res.headerRevision = header.value;
+      } else if (f.field === 6) res.cancelReason = f.bytes().toString('utf8');
+      else if (f.field === 11) res.events.push(readEvent(f.embedded(), time));
+    } else if (f.wire === 0) {
+      if (f.field === 3) res.created = f.value === 1;
+      else if (f.field === 4) res.canceled = f.value === 1;
+      else if (f.field === 5) res.compactRevision = f.value;
+    }
   }
   return res;
 }
 
-/** Event{1 type (0 PUT, 1 DELETE), 2 kv: KeyValue{1 key, 2 create_revision, 3 mod_revision, 4 version, 5 value, 6 lease}}. */
-function readEvent(bytes: Buffer, time: string): DeltaEvent {
-  const fields = readFields(bytes);
-  const kv = readFields(fields.find((f) => f.field === 2)?.bytes ?? Buffer.alloc(0));
-  const field = (n: number) => kv.find((f) => f.field === n)?.bytes ?? Buffer.alloc(0);
+/**
+ * Event{1 type (0 PUT, 1 DELETE), 2 kv: KeyValue{1 key, 2 create_revision, 3 mod_revision, 4 version, 5 value, 6 lease}},
+ * read in place: key and value are views of the response, and nothing else is allocated but the event.
+ */
+function readEvent(fields: ProtoCursor, time: string): DeltaEvent {
   const event: DeltaEvent = {
-    type: varintOf(fields, 1) === 1n ? 'delete' : 'put',
-    key: field(1),
-    value: field(5),
-    createRevision: Number(varintOf(kv, 2)),
-    modRevision: Number(varintOf(kv, 3)),
-    version: Number(varintOf(kv, 4)),
-    lease: String(BigInt.asIntN(64, varintOf(kv, 6))),
+    type: 'put',
+    key: EMPTY,
+    value: EMPTY,
+    createRevision: 0,
+    modRevision: 0,
+    version: 0,
+    lease: '0',
     time,
   };
+  while (fields.next()) {
+    if (fields.field === 1 && fields.wire === 0) event.type = fields.value === 1 ? 'delete' : 'put';
+    if (fields.field !== 2 || fields.wire !== 2) continue;
+    for (const kv = fields.embedded(); kv.next(); ) {
+      if (kv.wire === 2) {
+        if (kv.field === 1) event.key = kv.bytes();
+        else if (kv.field === 5) event.value = kv.bytes();
+      } else if (kv.wire === 0) {
+        if (kv.field === 2) event.createRevision = kv.value;
+        else if (kv.field === 3) event.modRevision = kv.value;
+        else if (kv.field === 4) event.version = kv.value;
+        else if (kv.field === 6) event.lease = String(BigInt.asIntN(64, kv.bigint()));
+      }
+    }
+  }
   if (event.modRevision === 0) throw new Error('an event without a mod_revision');
   return event;
-}
-
-function varintOf(fields: ProtoField[], n: number): bigint {
-  return fields.find((f) => f.field === n)?.varint ?? 0n;
 }
 
 function varint(value: bigint): Buffer {

@@ -24,29 +24,84 @@ export function readVarint(buf: Buffer, at: number): [bigint, number] {
 /** The fields of one message, in wire order. Throws on malformed input (the caller names the source). */
 export function readFields(msg: Buffer): ProtoField[] {
   const fields: ProtoField[] = [];
-  let at = 0;
-  while (at < msg.length) {
-    const [tag, afterTag] = readVarint(msg, at);
-    const field = Number(tag >> 3n);
-    const wire = Number(tag & 7n);
-    at = afterTag;
-    if (wire === 0) {
-      const [varint, next] = readVarint(msg, at);
-      fields.push({ field, varint });
-      at = next;
-    } else if (wire === 2) {
-      const [length, start] = readVarint(msg, at);
-      const end = start + Number(length);
-      if (end > msg.length) throw new Error('protobuf field runs past its message');
-      fields.push({ field, bytes: msg.subarray(start, end) });
-      at = end;
-    } else if (wire === 1 || wire === 5) {
-      at += wire === 1 ? 8 : 4;
-    } else {
-      throw new Error(`unsupported protobuf wire type ${wire}`);
-    }
+  for (const cursor = new ProtoCursor(msg); cursor.next(); ) {
+    if (cursor.wire === 0) fields.push({ field: cursor.field, varint: cursor.bigint() });
+    else if (cursor.wire === 2) fields.push({ field: cursor.field, bytes: cursor.bytes() });
   }
   return fields;
+}
+
+/**
+ * Reads a message's fields one at a time, in place: for hot paths, where readFields' objects and bigints would be
+ * most of the garbage (the watch decodes every event of the keyspace). A varint comes as a number, exact below
+ * 2^53 (revisions, versions, lengths); `bigint()` reads it exactly (IDs). Skips fixed-width fields' values.
+ */
+export class ProtoCursor {
+  field = 0;
+  wire = 0;
+  /** The varint's value (wire type 0), or the length of the bytes (wire type 2). */
+  value = 0;
+  /** Where the varint or the bytes start. */
+  start = 0;
+  private at: number;
+
+  constructor(
+    private readonly msg: Buffer,
+    from = 0,
+    private readonly end = msg.length,
+  ) {
+    this.at = from;
+  }
+
+  /** Moves to the next field; false at the end of the message. */
+  next(): boolean {
+    if (this.at >= this.end) return false;
+    const tag = this.varint();
+    this.field = Math.floor(tag / 8);
+    this.wire = tag % 8;
+    this.start = this.at;
+    if (this.wire === 0) {
+      this.value = this.varint();
+    } else if (this.wire === 2) {
+      this.value = this.varint();
+      this.start = this.at;
+      this.at += this.value;
+      if (this.at > this.end) throw new Error('protobuf field runs past its message');
+    } else if (this.wire === 1 || this.wire === 5) {
+      this.value = 0;
+      this.at += this.wire === 1 ? 8 : 4;
+    } else {
+      throw new Error(`unsupported protobuf wire type ${this.wire}`);
+    }
+    return true;
+  }
+
+  /** The bytes of a length-delimited field (a view, not a copy). */
+  bytes(): Buffer {
+    return this.msg.subarray(this.start, this.start + this.value);
+  }
+
+  /** The varint exactly, all 64 bits. */
+  bigint(): bigint {
+    return readVarint(this.msg, this.start)[0];
+  }
+
+  /** A cursor over the fields of this length-delimited field (an embedded message). */
+  embedded(): ProtoCursor {
+    return new ProtoCursor(this.msg, this.start, this.start + this.value);
+  }
+
+  private varint(): number {
+    let value = 0;
+    let scale = 1;
+    for (let i = 0; i < 10 && this.at < this.end; i++) {
+      const byte = this.msg[this.at++];
+      value += (byte & 0x7f) * scale;
+      if (byte < 0x80) return value;
+      scale *= 128;
+    }
+    throw new Error('malformed protobuf varint');
+  }
 }
 
 /** A message of length-delimited (string or bytes) fields, in the order given. */

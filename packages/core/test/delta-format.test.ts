@@ -2,7 +2,14 @@ import { readFile } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { DeltaDecoder, type DeltaEvent, encodeDelta, encodeDeltaEvent, verifyDelta } from '../src/delta-format.js';
+import {
+  DeltaDecoder,
+  DeltaEncoder,
+  type DeltaEvent,
+  encodeDelta,
+  encodeDeltaEvent,
+  verifyDelta,
+} from '../src/delta-format.js';
 
 const fixture = (name: string) =>
   readFile(new URL(`../../../../shared/fixtures/ebr-v0.23-store/v2/${name}`, import.meta.url));
@@ -60,6 +67,19 @@ describe('delta format (ebr-compatible)', () => {
     expect(encodeDeltaEvent(e)).toContain('"lease":7587869413498472327');
     const [back] = await decode(await collect(encodeDelta([e])));
     expect(back.lease).toBe('7587869413498472327');
+  });
+
+  it('encodes the same bytes however small its chunks, and counts the JSON', async () => {
+    const raw = await fixture('Incr-00000008-00000008-1795299383');
+    const events = await decode(raw);
+    for (const chunkSize of [1, 16, 100, 64 << 10]) {
+      const encoder = new DeltaEncoder(chunkSize);
+      const out = collect(encoder);
+      for (const e of events) encoder.write(e);
+      encoder.end();
+      expect(await out).toEqual(raw);
+      expect(encoder.bytes).toBe(raw.length - 32);
+    }
   });
 
   it('rejects damage and truncation', async () => {

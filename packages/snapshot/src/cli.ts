@@ -12,6 +12,7 @@ import {
   takeFullSnapshot,
   tempDirOption,
 } from '@etcd-steward/core';
+import { ensureProcessSettings, SIDECAR_SETTINGS } from './process-settings.js';
 import { type SidecarArgs, sidecarConfig, sidecarOptions } from './sidecar-config.js';
 import { formatSnapshotTable } from './snapshot-table.js';
 
@@ -81,6 +82,8 @@ await programArgs('etcd-snapshot')
       } catch (err) {
         reportUsage(err);
       }
+      // After the checks, so that bad input is reported once; before any work, which the restart would repeat.
+      ensureProcessSettings(SIDECAR_SETTINGS);
       return runProgram(args.output, async ({ logger, signal }) => {
         // Loaded only here: the sidecar's modules (metrics, spool, HTTP) would add ~50 ms to every `save`.
         const { runSidecar } = await import('./sidecar.js');

@@ -1,7 +1,6 @@
 import { pipeline } from 'node:stream/promises';
 import {
   type CompressionPolicy,
-  coalesce,
   compressor,
   DeltaDecoder,
   type DeltaEvent,
@@ -44,7 +43,7 @@ export async function trimDelta(
   })();
   const startRevision = revision + 1;
   const trimmed = { ...delta, name: snapshotName({ ...ref, startRevision }), startRevision };
-  const writing = spool.replace(delta, trimmed, encodeDelta(kept), coalesce(), compressor(compression));
+  const writing = spool.replace(delta, trimmed, encodeDelta(kept), compressor(compression));
   const [, result] = await Promise.all([reading, writing]).catch((err) => {
     events.destroy();
     throw err;

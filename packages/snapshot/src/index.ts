@@ -1,5 +1,4 @@
 export * from './components.js';
-export * from './delta-buffer.js';
 export * from './delta-trim.js';
 export * from './ebr-json.js';
 export * from './fenced-store.js';
@@ -9,6 +8,8 @@ export * from './http-server.js';
 export * from './initialization.js';
 export * from './leader-forward.js';
 export * from './leadership.js';
+export * from './open-delta.js';
+export * from './process-settings.js';
 export * from './sidecar.js';
 export * from './sidecar-config.js';
 export * from './snapshot-metrics.js';

@@ -5,6 +5,7 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 export interface SnapshotterGauges {
   spoolDeltas(): number;
   spoolBytes(): number;
+  /** Delta JSON in the open delta (on disk: the events are not held in memory). */
   bufferedBytes(): number;
   /** etcd's revision minus the newest revision the watch delivered; undefined while not watching. */
   watchLagRevisions(): number | undefined;
@@ -113,8 +114,10 @@ export class SnapshotMetrics {
       });
     live('etcd_snapshot_spool_deltas', 'Deltas in the local spool, not yet in the store.', (g) => g.spoolDeltas());
     live('etcd_snapshot_spool_bytes', 'Bytes of the deltas in the local spool.', (g) => g.spoolBytes());
-    live('etcd_snapshot_buffered_bytes', 'Watched events held in memory for the next delta (as JSON).', (g) =>
-      g.bufferedBytes(),
+    live(
+      'etcd_snapshot_buffered_bytes',
+      'Watched events written to the open delta in the spool, not yet a finished delta (bytes of delta JSON).',
+      (g) => g.bufferedBytes(),
     );
     live('etcd_snapshot_watch_lag_revisions', "etcd's revision minus the newest revision the watch delivered.", (g) =>
       g.watchLagRevisions(),

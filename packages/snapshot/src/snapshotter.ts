@@ -1,12 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   type CompressionPolicy,
-  coalesce,
-  compressionSuffix,
-  compressor,
+  collectGarbage,
   type DeltaEvent,
   type EtcdConnection,
-  encodeDelta,
   errorMessage,
   type Logger,
   listSnapshots,
@@ -16,14 +13,13 @@ import {
   type SavedFullSnapshot,
   type SnapStore,
   type SnapshotRef,
-  snapshotName,
   takeFullSnapshot,
   WatchCompactedError,
   watchRevisions,
 } from '@etcd-steward/core';
-import { DeltaBuffer } from './delta-buffer.js';
 import { trimDelta } from './delta-trim.js';
 import type { FullSchedule } from './full-schedule.js';
+import { OpenDelta } from './open-delta.js';
 import { Serial } from './serial.js';
 import type { SnapshotMetrics, SnapshotterGauges } from './snapshot-metrics.js';
 import type { Spool, SpooledDelta } from './spool.js';
@@ -61,10 +57,11 @@ const MAX_FULL_RETRY_MS = 300_000;
  * keyspace, written to the spool and uploaded from there in order.
  *
  * The chain's head is the last revision of the newest snapshot, in the store or in the spool; the next delta
- * starts right after it. Two queues keep operations from interleaving: `serial` for what writes the store
- * (uploads, full snapshots, resynchronisation), `local` for what moves the head (flushes, and the adjustments a
- * full snapshot or resynchronisation makes). Flushes never wait for the store, so the watch goes on while a
- * full snapshot is taken; the delta that snapshot cuts through is then trimmed (coverThrough).
+ * starts right after it. Watched events go straight into the open delta (a part file in the spool), which a
+ * flush finishes. Two queues keep operations from interleaving: `serial` for what writes the store (uploads,
+ * full snapshots, resynchronisation), `local` for what moves the head or the open delta (writes, flushes, and
+ * the adjustments a full snapshot or resynchronisation makes). Flushes never wait for the store, so the watch
+ * goes on while a full snapshot is taken; the delta that snapshot cuts through is then trimmed (coverThrough).
  *
  * Before each upload the store is listed again, and a delta is uploaded only if it starts right after the
  * store's newest snapshot: when the store changed under us (a new leader, a manual snapshot), the chain restarts
@@ -75,10 +72,11 @@ export class Snapshotter {
   private chainHead = 0;
   private watchedRevision = 0;
   private lastFull?: SnapshotRef;
-  private readonly buffer = new DeltaBuffer();
+  /** The delta being written; undefined until an event comes after the chain's head. */
+  private open?: OpenDelta;
   /** Store writes and what must not run beside them: uploads, full snapshots, resynchronisation. */
   private readonly serial = new Serial();
-  /** The local chain (head, buffer, spool contents): flushes, and the adjustments a full snapshot or resync makes. */
+  /** The local chain (head, open delta, spool contents): writes, flushes, and what a full snapshot or resync adjusts. */
   private readonly local = new Serial();
   private readonly term = new AbortController();
   private watchControl?: AbortController;
@@ -147,7 +145,8 @@ export class Snapshotter {
     this.term.abort(new Error('the snapshotter stopped'));
     await this.watching;
     await this.serial.run(async () => {});
-    await this.local.run(async () => {});
+    // What was not flushed stays in etcd: the next term, or the next start, reads it again.
+    await this.local.run(() => this.discardOpen());
   }
 
   /** An out-of-schedule full snapshot (HTTP API); the schedule goes on from now. */
@@ -160,7 +159,8 @@ export class Snapshotter {
   /** An out-of-schedule delta of what has been watched so far; undefined when there is nothing new (as ebr). */
   async triggerDelta(): Promise<SnapshotRef | undefined> {
     if (!this.watching) throw new Error('delta snapshots are switched off (--delta-snapshot-period 0)');
-    const delta = await this.local.run(() => this.flush());
+    // Watched events may also wait in the spool already (a full snapshot sends the open delta there).
+    const delta = (await this.local.run(() => this.flush())) ?? this.options.spool.last();
     if (!delta) return undefined;
     await this.serial.run(() => this.drain());
     return parseSnapshotName(delta.name);
@@ -172,33 +172,35 @@ export class Snapshotter {
 
   gauges(): Omit<SnapshotterGauges, 'spoolDeltas' | 'spoolBytes'> {
     return {
-      bufferedBytes: () => this.buffer.bytes,
+      bufferedBytes: () => this.open?.bytes ?? 0,
       watchLagRevisions: () => {
         const etcd = this.options.etcdRevision();
         if (etcd === undefined || !this.watching) return undefined;
         return Math.max(0, etcd - Math.max(this.watchedRevision, this.chainHead));
       },
       fullRequired: () => this.options.state.lastFullFailed,
-      deltaRequired: () => !this.buffer.empty || this.options.spool.depth > 0,
+      deltaRequired: () => this.open !== undefined || this.options.spool.depth > 0,
     };
   }
 
-  /** Reads the watch into the buffer; stops reading while the buffer is full, which holds etcd back. */
+  /**
+   * Writes the watch into the open delta; stops reading while the open delta is at its limit and cannot be
+   * flushed (the spool is full), and while the spool's disk is behind, which holds etcd back.
+   */
   private async watchLoop(): Promise<void> {
     let retryMs = RETRY_MS;
     while (!this.term.signal.aborted) {
       const control = new AbortController();
       this.watchControl = control;
       const signal = AbortSignal.any([this.term.signal, control.signal]);
-      const from = Math.max(this.chainHead, this.buffer.lastRevision) + 1;
       try {
-        for await (const batch of watchRevisions(this.options.connection, from, { signal })) {
+        for await (const batch of watchRevisions(this.options.connection, this.resumeRevision(), { signal })) {
           // A batch that arrives after a rewatch belongs to a chain position that no longer exists.
           if (signal.aborted) break;
           retryMs = RETRY_MS;
           this.watchedRevision = batch.revision;
-          this.buffer.add(batch.events, this.chainHead);
-          while (this.buffer.bytes >= this.options.memoryLimit && !signal.aborted) {
+          if (batch.events.length > 0) await this.local.run(() => this.write(batch.events, signal));
+          while ((this.open?.bytes ?? 0) >= this.options.memoryLimit && !signal.aborted) {
             const flushed = await this.local.run(() => this.flush());
             if (flushed) this.drainSoon(0);
             else await sleep(RETRY_MS, undefined, { signal }).catch(() => {});
@@ -223,14 +225,51 @@ export class Snapshotter {
   }
 
   private resumeRevision(): number {
-    return Math.max(this.chainHead, this.buffer.lastRevision) + 1;
+    return Math.max(this.chainHead, this.open?.lastRevision ?? 0) + 1;
   }
 
-  /** Drops what the buffer holds and watches again from right after the chain's head. */
-  private rewatch(): void {
-    this.buffer.clear();
+  /** Writes the events the chain does not cover yet into the open delta, starting one when there is none. */
+  private async write(events: DeltaEvent[], signal: AbortSignal): Promise<void> {
+    // A batch queued before a rewatch belongs to a chain position that no longer exists. With nothing in the store
+    // (or spool) there is no chain to continue yet: the full snapshot that starts it comes first (etcd's revision 1
+    // holds no event, so a delta from there could never begin).
+    if (signal.aborted || this.chainHead === 0) return;
+    const fresh =
+      events[0].modRevision > this.chainHead ? events : events.filter((e) => e.modRevision > this.chainHead);
+    if (fresh.length === 0) return;
+    this.open ??= OpenDelta.begin(this.options.spool, this.chainHead + 1, this.options.compression);
+    const broken = this.open.gap(fresh);
+    if (broken) {
+      this.options.metrics.failures.inc({ error: 'chain' });
+      this.logger.error('watched events do not continue the chain; reading them from etcd again', { reason: broken });
+      return this.rewatch();
+    }
+    try {
+      await this.open.add(fresh);
+    } catch (err) {
+      this.spoolFailed(err);
+      await this.rewatch();
+    }
+  }
+
+  private spoolFailed(err: unknown): void {
+    this.options.metrics.failures.inc({ error: 'spool' });
+    this.logger.error('cannot write a delta to the spool; reading its revisions from etcd again', {
+      reason: errorMessage(err),
+    });
+  }
+
+  /** Drops the open delta and watches again from right after the chain's head. */
+  private async rewatch(): Promise<void> {
     this.watchedRevision = this.chainHead;
     this.watchControl?.abort();
+    await this.discardOpen();
+  }
+
+  private async discardOpen(): Promise<void> {
+    const open = this.open;
+    this.open = undefined;
+    await open?.discard();
   }
 
   private async onCompacted(err: WatchCompactedError): Promise<void> {
@@ -253,10 +292,11 @@ export class Snapshotter {
     if (flushed) this.drainSoon(0);
   }
 
-  /** Writes the buffer as the next delta into the spool. Undefined when there was nothing to write or no room. */
+  /** Finishes the open delta as the next delta in the spool. Undefined when there was nothing to write or no room. */
   private async flush(): Promise<SpooledDelta | undefined> {
-    if (this.buffer.empty || this.term.signal.aborted) return undefined;
-    const { spool, compression } = this.options;
+    const open = this.open;
+    if (!open || this.term.signal.aborted) return undefined;
+    const { spool } = this.options;
     if (!spool.hasRoom()) {
       if (!this.spoolFull)
         this.logger.warn('the spool is full: not reading etcd until uploads make room', { bytes: spool.bytes });
@@ -264,39 +304,17 @@ export class Snapshotter {
       return undefined;
     }
     this.spoolFull = false;
-    const events = this.buffer.take();
-    const startRevision = this.chainHead + 1;
-    const broken = chainBreak(events, startRevision);
-    if (broken) {
-      this.options.metrics.failures.inc({ error: 'chain' });
-      this.logger.error('watched events do not continue the chain; reading them from etcd again', { reason: broken });
-      this.rewatch();
-      return undefined;
-    }
-    const lastRevision = events[events.length - 1].modRevision;
-    const name = snapshotName({
-      kind: 'Incr',
-      startRevision,
-      lastRevision,
-      createdAt: Math.floor(Date.now() / 1000),
-      compression: compressionSuffix(compression),
-      final: false,
-    });
+    this.open = undefined;
     try {
-      const delta = await spool.add(
-        { name, startRevision, lastRevision, oldestEventAt: Date.parse(events[0].time) },
-        encodeDelta(events),
-        coalesce(), // one compressor call per MiB rather than one per event
-        compressor(compression),
-      );
-      this.chainHead = lastRevision;
+      const delta = await open.finish();
+      this.chainHead = delta.lastRevision;
+      // What carried the delta (watch responses, JSON chunks, compressed blocks) is garbage now, and the part of it
+      // that lived long enough sits in the old generation, where V8 lets ~64 MB pile up before it looks (memory-bound.ts).
+      collectGarbage('major');
       return delta;
     } catch (err) {
-      this.options.metrics.failures.inc({ error: 'spool' });
-      this.logger.error('cannot write a delta to the spool; reading its revisions from etcd again', {
-        reason: errorMessage(err),
-      });
-      this.rewatch();
+      this.spoolFailed(err);
+      await this.rewatch();
       return undefined;
     }
   }
@@ -373,8 +391,7 @@ export class Snapshotter {
   private async resync(): Promise<void> {
     const entries = await listSnapshots(this.options.store);
     const head = entries.reduce((max, e) => Math.max(max, e.lastRevision), 0);
-    const fulls = entries.filter((e) => e.kind === 'Full');
-    this.lastFull = fulls[fulls.length - 1];
+    this.noteFull(entries);
     this.reportStore(entries);
     await this.local.run(async () => {
       let chain = head;
@@ -392,7 +409,7 @@ export class Snapshotter {
         await this.options.spool.remove(delta);
       }
       this.chainHead = chain;
-      this.rewatch();
+      await this.rewatch();
       this.logger.info('chain resumes', {
         afterRevision: chain,
         storeRevision: head,
@@ -408,6 +425,9 @@ export class Snapshotter {
    */
   private async coverThrough(revision: number): Promise<void> {
     const { spool } = this.options;
+    // What the open delta holds goes to the spool, to be trimmed with the rest; when the spool has no room, it goes,
+    // and its events after the snapshot come again from etcd.
+    if (this.open && !(await this.flush())) await this.rewatch();
     for (const delta of spool.list()) {
       if (delta.lastRevision <= revision) {
         await spool.remove(delta);
@@ -426,14 +446,15 @@ export class Snapshotter {
           });
           for (const later of spool.list().filter((d) => d.id >= delta.id)) await spool.remove(later);
           this.chainHead = revision;
-          this.rewatch();
+          await this.rewatch();
           return;
         }
       }
     }
     if (revision > this.chainHead) {
       this.chainHead = revision;
-      this.buffer.dropThrough(revision);
+      // With no chain to write to before this snapshot, the watch read on without writing: it starts over after it.
+      if (this.watchedRevision > revision) await this.rewatch();
     }
   }
 
@@ -508,7 +529,19 @@ export class Snapshotter {
   }
 
   private async storeHead(): Promise<number> {
-    return (await listSnapshots(this.options.store)).reduce((max, e) => Math.max(max, e.lastRevision), 0);
+    const entries = await listSnapshots(this.options.store);
+    this.noteFull(entries);
+    return entries.reduce((max, e) => Math.max(max, e.lastRevision), 0);
+  }
+
+  /**
+   * Keeps track of the store's newest full snapshot. A store that lost its full snapshots under the sidecar (emptied,
+   * or holding deltas only) gives the deltas no base: a new chain starts with a full snapshot, now.
+   */
+  private noteFull(entries: readonly SnapshotRef[]): void {
+    const newest = entries.findLast((e) => e.kind === 'Full');
+    if (!newest && this.lastFull) this.armFullTimer(Date.now());
+    this.lastFull = newest;
   }
 
   private reportStore(entries: Array<SnapshotRef>): void {
@@ -527,15 +560,4 @@ export class Snapshotter {
       deltas.length ? deltas[deltas.length - 1].lastRevision - deltas[0].startRevision + 1 : 0,
     );
   }
-}
-
-/** Why `events` cannot be the delta starting at `start`, or undefined when they can: revisions have no gaps. */
-function chainBreak(events: DeltaEvent[], start: number): string | undefined {
-  let current = start - 1;
-  for (const e of events) {
-    if (e.modRevision === current && current >= start) continue; // another event of the same revision
-    if (e.modRevision !== current + 1) return `expected revision ${current + 1}, got ${e.modRevision}`;
-    current = e.modRevision;
-  }
-  return undefined;
 }

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, open, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -21,7 +21,15 @@ export interface SpooledDelta {
   oldestEventAt: number;
 }
 
-type NewDelta = Pick<SpooledDelta, 'name' | 'startRevision' | 'lastRevision' | 'oldestEventAt'>;
+export type NewDelta = Pick<SpooledDelta, 'name' | 'startRevision' | 'lastRevision' | 'oldestEventAt'>;
+
+/** A delta being written into the spool (Spool.begin). */
+export interface SpoolDraft {
+  /** Waits for the source to end, then makes the file durable under the delta's name and queues it. */
+  commit(delta: NewDelta): Promise<SpooledDelta>;
+  /** Stops writing and removes what was written. */
+  discard(): Promise<void>;
+}
 
 const SCHEMA = `
   CREATE TABLE IF NOT EXISTS deltas (
@@ -95,13 +103,35 @@ export class Spool {
 
   /** Writes a delta (`source` through `transforms`) durably; once this resolves, it survives a crash. */
   async add(delta: NewDelta, source: Readable, ...transforms: Transform[]): Promise<SpooledDelta> {
-    const { bytes, sha256 } = await this.write(delta.name, source, transforms);
-    const { lastInsertRowid } = this.db
-      .prepare(
-        'INSERT INTO deltas (name, start_revision, last_revision, bytes, sha256, oldest_event_at) VALUES (?, ?, ?, ?, ?, ?)',
-      )
-      .run(delta.name, delta.startRevision, delta.lastRevision, bytes, sha256, delta.oldestEventAt);
-    return { id: Number(lastInsertRowid), ...delta, bytes, sha256 };
+    return this.begin(source, ...transforms).commit(delta);
+  }
+
+  /**
+   * Starts writing a delta as its bytes come (`source` through `transforms`), before its name is known: the
+   * bytes go to a part file, which becomes a spooled delta only at commit. Until then nothing is visible, and
+   * after a crash the part goes at the next open.
+   */
+  begin(source: Readable, ...transforms: Transform[]): SpoolDraft {
+    const part = this.partFile();
+    const written = this.writePart(part, source, transforms);
+    written.catch(() => {}); // commit reports it
+    return {
+      commit: async (delta) => {
+        const { bytes, sha256 } = await written;
+        await this.place(part, delta.name);
+        const { lastInsertRowid } = this.db
+          .prepare(
+            'INSERT INTO deltas (name, start_revision, last_revision, bytes, sha256, oldest_event_at) VALUES (?, ?, ?, ?, ?, ?)',
+          )
+          .run(delta.name, delta.startRevision, delta.lastRevision, bytes, sha256, delta.oldestEventAt);
+        return { id: Number(lastInsertRowid), ...delta, bytes, sha256 };
+      },
+      discard: async () => {
+        source.destroy();
+        await written.catch(() => {});
+        await rm(part, { force: true });
+      },
+    };
   }
 
   /** Replaces a spooled delta by another in its place in the queue (a delta trimmed to a shorter range). */
@@ -111,7 +141,9 @@ export class Spool {
     source: Readable,
     ...transforms: Transform[]
   ): Promise<SpooledDelta> {
-    const { bytes, sha256 } = await this.write(delta.name, source, transforms);
+    const part = this.partFile();
+    const { bytes, sha256 } = await this.writePart(part, source, transforms);
+    await this.place(part, delta.name);
     this.db
       .prepare(
         'UPDATE deltas SET name = ?, start_revision = ?, last_revision = ?, bytes = ?, sha256 = ?, oldest_event_at = ? WHERE id = ?',
@@ -121,33 +153,40 @@ export class Spool {
     return { id: old.id, ...delta, bytes, sha256 };
   }
 
-  /** Writes a file under its final name: to a part file, fsynced, then renamed and its directory fsynced. */
-  private async write(
-    name: string,
+  /** Writes `source` through `transforms` into `part`, measuring what lands there; a failed write leaves nothing. */
+  private async writePart(
+    part: string,
     source: Readable,
     transforms: Transform[],
   ): Promise<{ bytes: number; sha256: string }> {
-    const file = this.fileOf(name);
-    const part = `${file}.part`;
     const hash = createHash('sha256');
     let bytes = 0;
+    const measure = new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        hash.update(chunk);
+        bytes += chunk.length;
+        done(null, chunk);
+      },
+    });
     try {
-      const measure = new Transform({
-        transform(chunk: Buffer, _enc, done) {
-          hash.update(chunk);
-          bytes += chunk.length;
-          done(null, chunk);
-        },
-      });
       await pipeline([source, ...transforms, measure, createWriteStream(part)]);
-      await fsync(part);
-      await rename(part, file);
-      await fsync(join(this.dir, 'deltas'));
     } catch (err) {
       await rm(part, { force: true });
       throw err;
     }
     return { bytes, sha256: hash.digest('hex') };
+  }
+
+  /** Gives a written part file its final name: fsynced, then renamed and its directory fsynced. */
+  private async place(part: string, name: string): Promise<void> {
+    try {
+      await fsync(part);
+      await rename(part, this.fileOf(name));
+      await fsync(join(this.dir, 'deltas'));
+    } catch (err) {
+      await rm(part, { force: true });
+      throw err;
+    }
   }
 
   read(delta: SpooledDelta): Readable {
@@ -183,6 +222,11 @@ export class Spool {
       // The chain check at upload sees the gap this leaves and resynchronises from the store.
       if (!present.has(this.fileOf(delta.name))) this.db.prepare('DELETE FROM deltas WHERE id = ?').run(delta.id);
     }
+  }
+
+  /** A file being written gets a name of its own; any such file without a row goes at the next open. */
+  private partFile(): string {
+    return join(this.dir, 'deltas', `${randomUUID()}.part`);
   }
 
   private fileOf(name: string): string {

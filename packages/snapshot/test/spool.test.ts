@@ -1,7 +1,7 @@
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
+import { PassThrough, Readable } from 'node:stream';
 import { text } from 'node:stream/consumers';
 import { Spool } from '@etcd-steward/snapshot';
 import { afterEach, beforeEach, expect, it } from 'vitest';
@@ -71,6 +71,27 @@ it('has no room once its files reach the cap; a failed write leaves nothing', as
   expect(spool.depth).toBe(1);
   expect(await readdir(join(dir, 'deltas'))).toHaveLength(1);
   spool.close();
+});
+
+it('keeps a delta begun before its name is known out of the queue until it is committed', async () => {
+  const spool = await Spool.open(dir, 1 << 20);
+  const source = new PassThrough();
+  const draft = spool.begin(source);
+  source.write('written as it comes');
+  expect(spool.depth).toBe(0);
+  source.end();
+  const committed = await draft.commit(delta(2, 10));
+  expect(committed).toMatchObject({ startRevision: 2, lastRevision: 10, bytes: 19 });
+  expect(await text(spool.read(spool.first()!))).toBe('written as it comes');
+
+  const dropped = new PassThrough();
+  const abandoned = spool.begin(dropped);
+  dropped.write('never finished');
+  spool.close();
+  const again = await Spool.open(dir, 1 << 20); // as after a crash: the part goes
+  expect(await readdir(join(dir, 'deltas'))).toEqual([committed.name.slice(3)]);
+  await abandoned.discard();
+  again.close();
 });
 
 it('refuses a spool dir it cannot use, as a usage error', async () => {

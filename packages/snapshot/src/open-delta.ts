@@ -1,0 +1,117 @@
+import type { Transform, Writable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  type CompressionPolicy,
+  compressionSuffix,
+  compressor,
+  DeltaEncoder,
+  type DeltaEvent,
+  snapshotName,
+} from '@etcd-steward/core';
+import type { Spool, SpoolDraft, SpooledDelta } from './spool.js';
+
+/**
+ * The delta being written: watched events go through the delta encoder and the compressor into a part file in
+ * the spool as they arrive, so the sidecar holds none of them in memory, however large a delta grows; `finish`
+ * makes it the next spooled delta. Its events continue the chain: the first at `startRevision`, then revisions
+ * without gaps, whole (the watch delivers whole revisions, and a delta is only finished between two batches).
+ */
+export class OpenDelta {
+  /** The newest revision written; `startRevision - 1` before the first event. */
+  lastRevision: number;
+  /** When its oldest event was seen (ms since the epoch), for the delta lag. */
+  private oldestEventAt = 0;
+
+  private readonly encoder = new DeltaEncoder();
+  private readonly compressor: Transform;
+  private readonly draft: SpoolDraft;
+
+  private constructor(
+    spool: Spool,
+    readonly startRevision: number,
+    private readonly compression: CompressionPolicy,
+  ) {
+    this.lastRevision = startRevision - 1;
+    this.compressor = compressor(compression);
+    this.draft = spool.begin(this.encoder, this.compressor);
+  }
+
+  static begin(spool: Spool, startRevision: number, compression: CompressionPolicy): OpenDelta {
+    return new OpenDelta(spool, startRevision, compression);
+  }
+
+  /** Bytes of delta JSON written so far: what `--delta-snapshot-memory-limit` limits. */
+  get bytes(): number {
+    return this.encoder.bytes;
+  }
+
+  /** Why `events` cannot come next in this delta, or undefined when they can. */
+  gap(events: readonly DeltaEvent[]): string | undefined {
+    let current = this.lastRevision;
+    for (const e of events) {
+      if (e.modRevision === current && current >= this.startRevision) continue; // another event of the same revision
+      if (e.modRevision !== current + 1) return `expected revision ${current + 1}, got ${e.modRevision}`;
+      current = e.modRevision;
+    }
+    return undefined;
+  }
+
+  /** Writes `events` (which `gap` accepted); waits while the compressor or the disk is behind. */
+  async add(events: readonly DeltaEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    if (this.oldestEventAt === 0) this.oldestEventAt = Date.parse(events[0].time);
+    for (const e of events) {
+      if (this.encoder.destroyed) throw writeFailure(this.encoder);
+      if (!this.encoder.write(e)) await drained(this.encoder);
+    }
+    this.lastRevision = events[events.length - 1].modRevision;
+  }
+
+  /** Ends the delta and queues it in the spool, durably, named for its revisions. */
+  async finish(): Promise<SpooledDelta> {
+    // Node's zstd compressor, ended while writes are still queued, ends its frame at the last of them and appends
+    // an empty frame; its decompressor then fails ("Unknown frame descriptor") whenever a read splits those 9 bytes
+    // (8 in 65,536 deltas read from files in 64 KiB chunks, more from a network). Ended only once it has taken all
+    // that came before the encoder's last write (the end of the JSON and the trailer), it writes one frame.
+    const queued = () => this.encoder.writableLength + this.encoder.readableLength + this.compressor.writableLength > 0;
+    while (!this.encoder.destroyed && queued()) await sleep(1);
+    this.encoder.end();
+    return this.draft.commit({
+      name: snapshotName({
+        kind: 'Incr',
+        startRevision: this.startRevision,
+        lastRevision: this.lastRevision,
+        createdAt: Math.floor(Date.now() / 1000),
+        compression: compressionSuffix(this.compression),
+        final: false,
+      }),
+      startRevision: this.startRevision,
+      lastRevision: this.lastRevision,
+      oldestEventAt: this.oldestEventAt,
+    });
+  }
+
+  /** Drops what was written: its events will be read from etcd again. */
+  discard(): Promise<void> {
+    return this.draft.discard();
+  }
+}
+
+/** Resolves once `stream` takes writes again; rejects if it was destroyed instead (the spool write failed). */
+function drained(stream: Writable): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (stream.destroyed) return reject(writeFailure(stream));
+    const settle = () => {
+      stream.off('drain', settle);
+      stream.off('close', settle);
+      if (stream.destroyed) reject(writeFailure(stream));
+      else resolve();
+    };
+    stream.on('drain', settle);
+    stream.on('close', settle);
+  });
+}
+
+function writeFailure(stream: Writable): Error {
+  return stream.errored ?? new Error('the delta file was closed before the delta was finished');
+}
