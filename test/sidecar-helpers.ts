@@ -11,6 +11,7 @@ import {
   DeltaDecoder,
   type DeltaEvent,
   decompressor,
+  type Etcd3,
   EtcdProcess,
   fetchFullSnapshot,
   findEtcdBinaries,
@@ -21,7 +22,7 @@ import {
   runSnapshotRestore,
   type SnapStore,
 } from '@etcd-steward/core';
-import type { Etcd3 } from 'etcd3';
+import { expect } from 'vitest';
 
 const BIN = fileURLToPath(new URL('../packages/snapshot/bin/etcd-snapshot.js', import.meta.url));
 
@@ -130,6 +131,18 @@ export async function snapshotsReach(url: string, revision: number): Promise<boo
   return Math.max(...kinds.map((v) => v ?? 0)) >= revision;
 }
 
+/** Waits until the sidecar has stored a delta, by its metrics. */
+export function firstDelta(url: string, what = 'the first delta'): Promise<true> {
+  return waitFor(what, async () => ((await metric(url, 'etcdbr_snapshot_latest_revision', 'kind="Incr"')) ?? 0) > 0);
+}
+
+/** etcd's keyspace now, once the sidecar has stored everything up to it. */
+export async function keyspaceOnceStored(client: Etcd3, url: string): Promise<KeyspaceFingerprint> {
+  const source = await keyspaceFingerprint(client);
+  await waitFor('the deltas to reach the last revision', () => snapshotsReach(url, source.revision));
+  return source;
+}
+
 export async function waitFor<T>(
   what: string,
   probe: () => Promise<T | undefined | false>,
@@ -151,6 +164,8 @@ export async function etcdRevision(client: Etcd3): Promise<number> {
 
 export interface WriterResult {
   writes: number;
+  /** Writes etcd refused for a moment (timed out, no leader) and the writer went past. */
+  transient: number;
   seconds: number;
   perSecond: number;
 }
@@ -167,27 +182,39 @@ export function startWriter(
   const value = 'v'.repeat(options.valueSize ?? 100);
   let stopped = false;
   let writes = 0;
+  let transient = 0;
   let n = 0;
   const started = Date.now();
   const key = (i: number) => Buffer.from(`${prefix}${String(i % 5000).padStart(5, '0')}`);
+  const write = (i: number) => {
+    const roll = i % 10;
+    if (roll < 6) return client.kv.put({ key: key(i * 7), value: Buffer.from(`${value}${i}`) });
+    if (roll < 8) return client.kv.deleteRange({ key: key(i * 3) });
+    return client.kv.txn({
+      compare: [],
+      success: [
+        { request_put: { key: key(i), value: Buffer.from(`t${i}`) } },
+        { request_put: { key: key(i + 1), value: Buffer.from(`u${i}`) } },
+        { request_delete_range: { key: key(i + 2) } },
+      ],
+      failure: [],
+    });
+  };
   const worker = async () => {
+    let refusedInARow = 0;
     while (!stopped) {
-      const i = n++;
-      const roll = i % 10;
-      if (roll < 6) await client.kv.put({ key: key(i * 7), value: Buffer.from(`${value}${i}`) });
-      else if (roll < 8) await client.kv.deleteRange({ key: key(i * 3) });
-      else {
-        await client.kv.txn({
-          compare: [],
-          success: [
-            { request_put: { key: key(i), value: Buffer.from(`t${i}`) } },
-            { request_put: { key: key(i + 1), value: Buffer.from(`u${i}`) } },
-            { request_delete_range: { key: key(i + 2) } },
-          ],
-          failure: [],
-        });
+      try {
+        await write(n++);
+        writes++;
+        refusedInARow = 0;
+      } catch (err) {
+        // A loaded cluster times requests out around a leadership change, as any client of etcd sees; the
+        // tests compare against what etcd holds afterwards, so a write that may or may not have applied is
+        // fine. A cluster that keeps refusing is a failure.
+        if (!TRANSIENT_ETCD_ERROR.test(String(err)) || ++refusedInARow > 40) throw err;
+        transient++;
+        await sleep(250);
       }
-      writes++;
     }
   };
   let failure: unknown;
@@ -202,10 +229,16 @@ export function startWriter(
       await Promise.all(workers);
       if (failure) throw failure;
       const seconds = (Date.now() - started) / 1000;
-      return { writes, seconds, perSecond: Math.round(writes / seconds) };
+      return { writes, transient, seconds, perSecond: Math.round(writes / seconds) };
     },
   };
 }
+
+/**
+ * etcd's answers that mean "not now" (a request timed out, a leader is being chosen or just changed), and the
+ * client's own pause on a member after three of them in a row (five seconds).
+ */
+const TRANSIENT_ETCD_ERROR = /request timed out|leader changed|no leader|too many requests|UNAVAILABLE|circuit breaker/;
 
 /**
  * What is wrong with the store's delta chain, as sentences (empty when nothing): every delta must start
@@ -258,6 +291,13 @@ export async function restoreNewestChain(
   } finally {
     if (scratch !== workDir) await rm(scratch, { recursive: true, force: true });
   }
+}
+
+/** Restores the store's newest chain into `workDir` (as restoreNewestChain) and expects exactly `source`. */
+export async function expectRestored(store: SnapStore, workDir: string, source: KeyspaceFingerprint) {
+  const restored = await restoreNewestChain(store, workDir);
+  expect({ revision: restored.revision, keys: restored.keys, sha256: restored.sha256 }).toEqual(source);
+  return restored;
 }
 
 async function restoreInto(store: SnapStore, workDir: string): Promise<KeyspaceFingerprint & { deltas: number }> {

@@ -1,33 +1,22 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { keyspaceFingerprint, LocalStore, listSnapshots } from '@etcd-steward/core';
+import { LocalStore, listSnapshots } from '@etcd-steward/core';
 import { startCluster } from '@etcd-steward/core/testing';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import {
   chainProblems,
-  restoreNewestChain,
+  expectRestored,
+  keyspaceOnceStored,
   type SidecarProcess,
-  snapshotsReach,
   startSidecar,
   startWriter,
-  waitFor,
 } from './sidecar-helpers.js';
+import { tempDir } from './temp-dir.js';
 
-let dir: string;
-
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'sidecar-kill-'));
-});
-
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+const at = tempDir('sidecar-kill-');
 
 it('SIGKILL at random moments, 12 times, never leaves a gap or an overlap in the chain', async () => {
   const cluster = await startCluster();
-  const storeDir = join(dir, 'store');
-  const sidecarDir = join(dir, 'sidecar');
+  const storeDir = at('store');
+  const sidecarDir = at('sidecar');
   const start = () => startSidecar({ endpoint: cluster.endpoints[0], store: `file://${storeDir}`, dir: sidecarDir });
   let sidecar: SidecarProcess | undefined;
   // A fixed seed: a failure can be replayed with the same moments.
@@ -51,12 +40,10 @@ it('SIGKILL at random moments, 12 times, never leaves a gap or an overlap in the
     sidecar = await start();
     await new Promise((r) => setTimeout(r, 1_500));
     const written = await writer.stop();
-    const source = await keyspaceFingerprint(client);
+    const source = await keyspaceOnceStored(client, sidecar.url);
     console.log(
       `killed after ${moments.join(', ')} ms; writer: ${written.perSecond}/s, last revision ${source.revision}`,
     );
-    const { url } = sidecar;
-    await waitFor('the deltas to reach the last revision', () => snapshotsReach(url, source.revision));
     expect(await sidecar.stop()).toBe(0);
     sidecar = undefined;
 
@@ -64,8 +51,7 @@ it('SIGKILL at random moments, 12 times, never leaves a gap or an overlap in the
     const entries = await listSnapshots(store);
     expect(chainProblems(entries)).toEqual([]);
     expect(entries.filter((e) => e.kind === 'Incr').length).toBeGreaterThan(5);
-    const restored = await restoreNewestChain(store, join(dir, 'restore'));
-    expect({ revision: restored.revision, keys: restored.keys, sha256: restored.sha256 }).toEqual(source);
+    await expectRestored(store, at('restore'), source);
   } finally {
     await sidecar?.kill();
     await cluster.stop();

@@ -1,19 +1,10 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFile } from 'node:fs/promises';
 import { startCluster } from '@etcd-steward/core/testing';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { metric, type SidecarProcess, startSidecar, startWriter, waitFor } from './sidecar-helpers.js';
+import { expect, it } from 'vitest';
+import { firstDelta, metric, type SidecarProcess, startSidecar, startWriter } from './sidecar-helpers.js';
+import { tempDir } from './temp-dir.js';
 
-let dir: string;
-
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'sidecar-memory-'));
-});
-
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+const at = tempDir('sidecar-memory-');
 
 /** What `ps` shows of the process the test started: its command line and environment. */
 const processOf = async (sidecar: SidecarProcess) => ({
@@ -28,8 +19,8 @@ it('runs with a small young generation and one malloc arena however it is starte
     // Started as `node bin/etcd-snapshot.js run …`, which no shebang can change.
     sidecar = await startSidecar({
       endpoint: cluster.endpoints[0],
-      store: `file://${join(dir, 'store')}`,
-      dir: join(dir, 'a'),
+      store: `file://${at('store')}`,
+      dir: at('a'),
     });
     const started = await processOf(sidecar);
     expect(started.args).toContain('--max-semi-space-size=4');
@@ -45,18 +36,15 @@ it('runs with a small young generation and one malloc arena however it is starte
       await new Promise((r) => setTimeout(r, 100));
     }
     await writer.stop();
-    await waitFor(
-      'a delta',
-      async () => ((await metric(sidecar!.url, 'etcdbr_snapshot_latest_revision', 'kind="Incr"')) ?? 0) > 0,
-    );
+    await firstDelta(sidecar.url, 'a delta');
     expect(newSpace).toBeGreaterThan(0);
     expect(newSpace).toBeLessThanOrEqual(8.5 * 2 ** 20); // two 4 MiB semi-spaces
     expect(await sidecar.stop()).toBe(0);
 
     sidecar = await startSidecar({
       endpoint: cluster.endpoints[0],
-      store: `file://${join(dir, 'store')}`,
-      dir: join(dir, 'b'),
+      store: `file://${at('store')}`,
+      dir: at('b'),
       env: { ...process.env, NODE_OPTIONS: '--max-semi-space-size=16', MALLOC_ARENA_MAX: '2' },
     });
     const chosen = await processOf(sidecar);

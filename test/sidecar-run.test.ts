@@ -1,53 +1,42 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { keyspaceFingerprint, LocalStore, listSnapshots, memberList } from '@etcd-steward/core';
 import { startCluster, writeWorkload } from '@etcd-steward/core/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   chainProblems,
   etcdRevision,
+  expectRestored,
+  firstDelta,
+  keyspaceOnceStored,
   metric,
-  restoreNewestChain,
   type SidecarProcess,
   snapshotsReach,
   startSidecar,
   startWriter,
   waitFor,
 } from './sidecar-helpers.js';
+import { tempDir } from './temp-dir.js';
 
 const run = promisify(execFile);
 
 describe('etcd-snapshot run (sidecar as a process, real etcd, steady writes)', () => {
-  let dir: string;
-
-  beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'sidecar-run-'));
-  });
-
-  afterAll(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  const at = tempDir('sidecar-run-');
 
   it('1 member: deltas and fulls form one chain that restores the exact keyspace; the HTTP API answers as ebr', async () => {
     const cluster = await startCluster();
-    const storeDir = join(dir, 'store-1');
+    const storeDir = at('store-1');
     let sidecar: SidecarProcess | undefined;
     try {
       const client = cluster.client();
       sidecar = await startSidecar({
         endpoint: cluster.endpoints[0],
         store: `file://${storeDir}`,
-        dir: join(dir, 'sidecar-1'),
+        dir: at('sidecar-1'),
       });
       const { url } = sidecar;
       const writer = startWriter(client, { concurrency: 32 });
-      await waitFor(
-        'the first delta',
-        async () => ((await metric(url, 'etcdbr_snapshot_latest_revision', 'kind="Incr"')) ?? 0) > 0,
-      );
+      await firstDelta(url);
 
       const full = await fetch(`${url}/snapshot/full`, { method: 'POST' });
       expect(full.status).toBe(200);
@@ -68,8 +57,7 @@ describe('etcd-snapshot run (sidecar as a process, real etcd, steady writes)', (
         `1-member writer: ${written.writes} writes in ${written.seconds.toFixed(1)} s = ${written.perSecond}/s`,
       );
 
-      const source = await keyspaceFingerprint(client);
-      await waitFor('the deltas to reach the last revision', () => snapshotsReach(url, source.revision));
+      const source = await keyspaceOnceStored(client, url);
       const latest = await (await fetch(`${url}/snapshot/latest`)).json();
       expect(latest.fullSnapshot).toMatchObject({ kind: 'Full' });
       expect(latest.deltaSnapshots.at(-1)).toMatchObject({ kind: 'Incr', lastRevision: source.revision });
@@ -97,9 +85,7 @@ describe('etcd-snapshot run (sidecar as a process, real etcd, steady writes)', (
       sidecar = undefined;
       const store = new LocalStore(storeDir);
       expect(chainProblems(await listSnapshots(store))).toEqual([]);
-      const restored = await restoreNewestChain(store, join(dir, 'restore-1'));
-      expect(restored.deltas).toBeGreaterThan(0);
-      expect({ revision: restored.revision, keys: restored.keys, sha256: restored.sha256 }).toEqual(source);
+      expect((await expectRestored(store, at('restore-1'), source)).deltas).toBeGreaterThan(0);
 
       // While no sidecar watched, etcd moved on and compacted its history: the next start cannot watch from
       // where the store ends, says so and takes a full snapshot at once. Then SIGTERM with --final-snapshot.
@@ -109,7 +95,7 @@ describe('etcd-snapshot run (sidecar as a process, real etcd, steady writes)', (
       sidecar = await startSidecar({
         endpoint: cluster.endpoints[0],
         store: `file://${storeDir}`,
-        dir: join(dir, 'sidecar-1'),
+        dir: at('sidecar-1'),
         args: ['--final-snapshot'],
       });
       await waitFor(
@@ -134,7 +120,7 @@ describe('etcd-snapshot run (sidecar as a process, real etcd, steady writes)', (
 
   it('deltas keep flowing while a full snapshot is taken; the one it cuts through is trimmed to start after it', async () => {
     const cluster = await startCluster();
-    const storeDir = join(dir, 'store-trim');
+    const storeDir = at('store-trim');
     let sidecar: SidecarProcess | undefined;
     try {
       const client = cluster.client();
@@ -143,7 +129,7 @@ describe('etcd-snapshot run (sidecar as a process, real etcd, steady writes)', (
       sidecar = await startSidecar({
         endpoint: cluster.endpoints[0],
         store: `file://${storeDir}`,
-        dir: join(dir, 'sidecar-trim'),
+        dir: at('sidecar-trim'),
         // a delta every few hundred ms: some are written while each full snapshot streams
         args: ['--delta-snapshot-memory-limit', '64Ki'],
       });
@@ -156,15 +142,13 @@ describe('etcd-snapshot run (sidecar as a process, real etcd, steady writes)', (
       }
       await new Promise((r) => setTimeout(r, 500));
       await writer.stop();
-      const source = await keyspaceFingerprint(client);
-      await waitFor('the deltas to reach the last revision', () => snapshotsReach(url, source.revision));
+      const source = await keyspaceOnceStored(client, url);
       expect(await sidecar.stop()).toBe(0);
       expect(await sidecar.log()).toMatch(/trimmed a spooled delta to start after the full snapshot/);
       sidecar = undefined;
       const store = new LocalStore(storeDir);
       expect(chainProblems(await listSnapshots(store))).toEqual([]);
-      const restored = await restoreNewestChain(store, join(dir, 'restore-trim'));
-      expect({ revision: restored.revision, keys: restored.keys, sha256: restored.sha256 }).toEqual(source);
+      await expectRestored(store, at('restore-trim'), source);
     } finally {
       await sidecar?.kill();
       await cluster.stop();
@@ -173,12 +157,12 @@ describe('etcd-snapshot run (sidecar as a process, real etcd, steady writes)', (
 
   it('3 members: only the leader snapshots, a leadership change hands over with no gap or overlap', async () => {
     const cluster = await startCluster({ members: 3 });
-    const storeDir = join(dir, 'store-3');
+    const storeDir = at('store-3');
     const sidecars: SidecarProcess[] = [];
     try {
       const client = cluster.client();
       for (const [i, endpoint] of cluster.endpoints.entries()) {
-        sidecars.push(await startSidecar({ endpoint, store: `file://${storeDir}`, dir: join(dir, `sidecar-3-${i}`) }));
+        sidecars.push(await startSidecar({ endpoint, store: `file://${storeDir}`, dir: at(`sidecar-3-${i}`) }));
       }
       const writer = startWriter(client, { concurrency: 32 });
       const leaderIndex = async () => {
@@ -186,10 +170,7 @@ describe('etcd-snapshot run (sidecar as a process, real etcd, steady writes)', (
         return flags.filter((f) => f === 1).length === 1 ? flags.indexOf(1) : undefined;
       };
       const first = await waitFor('one leading sidecar', leaderIndex);
-      await waitFor(
-        'deltas from the leader',
-        async () => ((await metric(sidecars[first].url, 'etcdbr_snapshot_latest_revision', 'kind="Incr"')) ?? 0) > 0,
-      );
+      await firstDelta(sidecars[first].url, 'deltas from the leader');
       const follower = sidecars[(first + 1) % 3];
       // Followers pass triggers on to the leader's sidecar, which ebr finds on the same port at the leader's
       // host; every sidecar here shares 127.0.0.1, so the follower reaches itself, refuses a second hop and
@@ -209,14 +190,11 @@ describe('etcd-snapshot run (sidecar as a process, real etcd, steady writes)', (
         return i !== undefined && i !== first ? i : undefined;
       });
       const newLeader = sidecars[second];
-      await waitFor(
-        'deltas from the new leader',
-        async () => ((await metric(newLeader.url, 'etcdbr_snapshot_latest_revision', 'kind="Incr"')) ?? 0) > 0,
-      );
+      await firstDelta(newLeader.url, 'deltas from the new leader');
       await new Promise((r) => setTimeout(r, 2_000));
       const written = await writer.stop();
       console.log(
-        `3-member writer: ${written.writes} writes in ${written.seconds.toFixed(1)} s = ${written.perSecond}/s`,
+        `3-member writer: ${written.writes} writes in ${written.seconds.toFixed(1)} s = ${written.perSecond}/s, ${written.transient} refused for a moment`,
       );
 
       const source = await keyspaceFingerprint(client);
@@ -226,8 +204,7 @@ describe('etcd-snapshot run (sidecar as a process, real etcd, steady writes)', (
 
       const entries = await listSnapshots(new LocalStore(storeDir));
       expect(chainProblems(entries)).toEqual([]);
-      const restored = await restoreNewestChain(new LocalStore(storeDir), join(dir, 'restore-3'));
-      expect({ revision: restored.revision, keys: restored.keys, sha256: restored.sha256 }).toEqual(source);
+      await expectRestored(new LocalStore(storeDir), at('restore-3'), source);
     } finally {
       await Promise.all(sidecars.map((s) => s.kill()));
       await cluster.stop();

@@ -24,6 +24,7 @@ import { pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
 import { createGunzip } from 'node:zlib';
 import {
+  type Etcd3,
   freePort,
   type KeyspaceFingerprint,
   keyspaceFingerprint,
@@ -31,7 +32,6 @@ import {
   takeFullSnapshot,
 } from '@etcd-steward/core';
 import { fingerprintRestored, startCluster, storeDeltas, watchEvents } from '@etcd-steward/core/testing';
-import type { Etcd3 } from 'etcd3';
 import { formatTable, type Measurement, measure, parseMemoryQuantity, printTable } from './measure.ts';
 
 const { values } = parseArgs({

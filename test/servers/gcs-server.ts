@@ -8,6 +8,7 @@
  * and without the `/storage/v1` prefix: with STORAGE_EMULATOR_HOST the client leaves it out.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdtemp, rename, rm, stat, truncate } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -296,7 +297,7 @@ export async function startGcsServer(): Promise<GcsTestServer> {
         crc.update(data);
         md5.update(data);
         received += data.length;
-        if (!out.write(data)) await new Promise((resolve) => out.once('drain', resolve));
+        if (!out.write(data)) await once(out, 'drain');
       }
       await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
     } catch (err) {

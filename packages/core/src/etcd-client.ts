@@ -3,6 +3,9 @@ import { createRequire } from 'node:module';
 import type { Etcd3, IOptions } from 'etcd3';
 import { UsageError } from './errors.js';
 
+/** The client's type, for code that takes one without loading etcd3 itself. */
+export type { Etcd3 };
+
 /** How to reach etcd: the same flags in every program (`--endpoints --cacert --cert --key`). */
 export interface EtcdConnection {
   endpoints: string[];

@@ -5,6 +5,7 @@ import { pipeline } from 'node:stream/promises';
 import { compressor, DeltaDecoder, type DeltaEvent, decompressor, encodeDelta } from '@etcd-steward/core';
 import { Spool, trimDelta } from '@etcd-steward/snapshot';
 import { afterEach, beforeEach, expect, it } from 'vitest';
+import { putEvent } from './put-event.js';
 
 let dir: string;
 
@@ -16,23 +17,12 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const event = (modRevision: number, key = `k${modRevision}`): DeltaEvent => ({
-  type: 'put',
-  key: Buffer.from(key),
-  value: Buffer.from(`v${modRevision}`),
-  createRevision: modRevision,
-  modRevision,
-  version: 1,
-  lease: '0',
-  time: '2026-11-22T02:00:00.000Z',
-});
-
 const name = (start: number, last: number) =>
   `v2/Incr-${String(start).padStart(8, '0')}-${String(last).padStart(8, '0')}-1795313340.zst`;
 
 it('rewrites a spooled delta to start after a revision, in its place, keeping whole revisions', async () => {
   const spool = await Spool.open(dir, 1 << 20);
-  const events = [event(10), event(11), event(12, 'a'), event(12, 'b'), event(13)];
+  const events = [putEvent(10), putEvent(11), putEvent(12, 'a'), putEvent(12, 'b'), putEvent(13)];
   const first = await spool.add(
     { name: name(10, 13), startRevision: 10, lastRevision: 13, oldestEventAt: 1 },
     encodeDelta(events),
@@ -40,7 +30,7 @@ it('rewrites a spooled delta to start after a revision, in its place, keeping wh
   );
   await spool.add(
     { name: name(14, 14), startRevision: 14, lastRevision: 14, oldestEventAt: 2 },
-    encodeDelta([event(14)]),
+    encodeDelta([putEvent(14)]),
   );
 
   const trimmed = await trimDelta(spool, first, 11, 'zstd');

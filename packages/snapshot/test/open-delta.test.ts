@@ -8,6 +8,7 @@ import { pipeline } from 'node:stream/promises';
 import { DeltaDecoder, type DeltaEvent, decompressor } from '@etcd-steward/core';
 import { OpenDelta, Spool } from '@etcd-steward/snapshot';
 import { afterEach, beforeEach, expect, it } from 'vitest';
+import { putEvent } from './put-event.js';
 
 let dir: string;
 
@@ -17,17 +18,6 @@ beforeEach(async () => {
 
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
-});
-
-const event = (modRevision: number, key = `k${modRevision}`): DeltaEvent => ({
-  type: 'put',
-  key: Buffer.from(key),
-  value: Buffer.alloc(300, modRevision),
-  createRevision: modRevision,
-  modRevision,
-  version: 1,
-  lease: '0',
-  time: '2026-11-22T02:00:00.000Z',
 });
 
 async function eventsOf(spool: Spool): Promise<string[]> {
@@ -42,14 +32,14 @@ async function eventsOf(spool: Spool): Promise<string[]> {
 it('writes events to the spool as they come and queues them as one delta named for its revisions', async () => {
   const spool = await Spool.open(dir, 1 << 20);
   const open = OpenDelta.begin(spool, 5, 'zstd');
-  await open.add([event(5), event(6, 'a'), event(6, 'b')]);
+  await open.add([putEvent(5), putEvent(6, 'a'), putEvent(6, 'b')]);
   // Many small batches, more than one chunk of JSON: what a busy watch delivers.
-  for (let r = 7; r <= 400; r++) await open.add([event(r)]);
+  for (let r = 7; r <= 400; r++) await open.add([putEvent(r)]);
   expect(open.bytes).toBeGreaterThan(397 * 400); // base64 grows 300 bytes to 400
   expect(spool.depth).toBe(0);
 
   const delta = await open.finish();
-  expect(delta).toMatchObject({ startRevision: 5, lastRevision: 400, oldestEventAt: Date.parse(event(5).time) });
+  expect(delta).toMatchObject({ startRevision: 5, lastRevision: 400, oldestEventAt: Date.parse(putEvent(5).time) });
   expect(delta.name).toMatch(/^v2\/Incr-00000005-00000400-\d+\.zst$/);
   expect(spool.list()).toEqual([delta]);
   const events = await eventsOf(spool);
@@ -64,7 +54,7 @@ it('reads back whole however its file is split into reads, also when it ends whi
   const open = OpenDelta.begin(spool, 5, 'zstd');
   // Incompressible values in large batches: the compressor still has writes queued when the delta ends.
   for (let r = 5; r < 1_005; r += 100) {
-    await open.add(Array.from({ length: 100 }, (_, i) => ({ ...event(r + i), value: randomBytes(2_000) })));
+    await open.add(Array.from({ length: 100 }, (_, i) => ({ ...putEvent(r + i), value: randomBytes(2_000) })));
   }
   const delta = await open.finish();
   const bytes = await buffer(spool.read(delta));
@@ -82,10 +72,10 @@ it('reads back whole however its file is split into reads, also when it ends whi
 it('accepts only events that continue its revisions without a gap', async () => {
   const spool = await Spool.open(dir, 1 << 20);
   const open = OpenDelta.begin(spool, 5, 'zstd');
-  expect(open.gap([event(6)])).toBe('expected revision 5, got 6');
-  expect(open.gap([event(5), event(5, 'again'), event(6)])).toBeUndefined();
-  await open.add([event(5), event(6)]);
-  expect(open.gap([event(8)])).toBe('expected revision 7, got 8');
+  expect(open.gap([putEvent(6)])).toBe('expected revision 5, got 6');
+  expect(open.gap([putEvent(5), putEvent(5, 'again'), putEvent(6)])).toBeUndefined();
+  await open.add([putEvent(5), putEvent(6)]);
+  expect(open.gap([putEvent(8)])).toBe('expected revision 7, got 8');
   await open.discard();
   spool.close();
 });
@@ -93,7 +83,7 @@ it('accepts only events that continue its revisions without a gap', async () => 
 it('leaves nothing behind when discarded', async () => {
   const spool = await Spool.open(dir, 1 << 20);
   const open = OpenDelta.begin(spool, 5, 'zstd');
-  await open.add([event(5), event(6)]);
+  await open.add([putEvent(5), putEvent(6)]);
   await open.discard();
   expect(spool.depth).toBe(0);
   expect(await readdir(join(dir, 'deltas'))).toEqual([]);
