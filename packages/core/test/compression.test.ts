@@ -69,6 +69,15 @@ describe('zstd compression', () => {
     const b = data.subarray(3 << 20, 5 << 20);
     const twoFrames = Buffer.concat([zstdCommand(['-c', '-3'], a), zstdCommand(['-c', '-19'], b)]);
     expect((await through(decompressor('.zst'), twoFrames, 100_000)).equals(Buffer.concat([a, b]))).toBe(true);
+
+    // Frame boundaries anywhere in a read, and an empty frame last: whole; cut inside the last header: truncated.
+    const small = data.subarray(0, 5000);
+    const endsEmpty = Buffer.concat([zstdCommand(['-c'], small), zstdCommand(['-c'], Buffer.alloc(0))]);
+    for (const chunk of [1, 3, 7])
+      expect((await through(decompressor('.zst'), endsEmpty, chunk)).equals(small)).toBe(true);
+    const cut = endsEmpty.subarray(0, endsEmpty.length - 5);
+    const err = await through(decompressor('.zst'), cut, 3).catch((e: Error) => e);
+    expect((err as Error).message).toMatch(/truncated/);
   });
 
   it('fails with a decompression error on damaged or truncated data', async () => {
