@@ -3,8 +3,9 @@
 // and anonymous only, per process (by role) and per phase of the run. Optionally the command runs in a
 // memory cgroup (v1) with a limit, as a Kubernetes container with `resources.limits.memory` would.
 import { spawn } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { basename } from 'node:path';
+import { type CgroupReport, createMemoryCgroup } from './memory-cgroup.ts';
 
 /** Peaks of one sampled quantity set, in MB (MiB). */
 export interface MemoryPeak {
@@ -31,17 +32,6 @@ export interface Measurement {
   cgroup?: CgroupReport;
 }
 
-export interface CgroupReport {
-  limitMb: number;
-  /** memory.max_usage_in_bytes: anon plus page cache charged to the group (files written and read too). */
-  maxUsageMb: number;
-  /** Peak of memory.stat `rss` (anonymous memory of the group), sampled. */
-  peakAnonMb: number;
-  /** Times the limit was hit (the kernel then reclaimed), and processes the OOM killer ended. */
-  failcnt: number;
-  oomKills: number;
-}
-
 export interface MeasureOptions {
   env?: NodeJS.ProcessEnv;
   /** Names a phase that starts at this stderr line, or undefined; the first phase is "start". */
@@ -49,10 +39,6 @@ export interface MeasureOptions {
   /** Run in a fresh memory cgroup with this limit (bytes). */
   memoryLimitBytes?: number;
 }
-
-/** The memory cgroup (v1) this machine gives us; limited groups are made under it and removed afterwards. */
-const CGROUP_PARENT =
-  process.env.BENCH_CGROUP_PARENT ?? '/sys/fs/cgroup/memory/process_api/94c85e362e9c78f440e7930363f2721e';
 
 function childrenOf(pid: number): number[] {
   try {
@@ -109,21 +95,17 @@ const peakOf = (a: MemoryPeak | undefined, s: Sample): MemoryPeak => ({
 });
 
 export function measure(command: string, args: string[], options: MeasureOptions = {}): Promise<Measurement> {
-  const cgroup = options.memoryLimitBytes ? createCgroup(options.memoryLimitBytes) : undefined;
+  const cgroup = options.memoryLimitBytes ? createMemoryCgroup(options.memoryLimitBytes) : undefined;
   return new Promise((resolve, reject) => {
     const started = process.hrtime.bigint();
     const elapsed = () => Number(process.hrtime.bigint() - started) / 1e9;
-    // In a cgroup the command must be in it before it runs anything: a shell joins, then execs it.
-    const [cmd, argv] = cgroup
-      ? ['/bin/sh', ['-c', `echo $$ > ${cgroup}/cgroup.procs && exec "$0" "$@"`, command, ...args]]
-      : [command, args];
+    const [cmd, argv] = cgroup ? cgroup.wrap(command, args) : [command, args];
     const child = spawn(cmd, argv, { env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
     const processes = new Map<string, MemoryPeak>();
     const phases: Measurement['phases'] = [];
     let phase = { name: 'start', from: 0, peak: { rssMb: 0, anonMb: 0, fileMb: 0 } as MemoryPeak };
     const endPhase = () => phases.push({ name: phase.name, seconds: elapsed() - phase.from, ...phase.peak });
     let tree: MemoryPeak = { rssMb: 0, anonMb: 0, fileMb: 0 };
-    let cgroupAnonKb = 0;
     let stdout = '';
     let stderr = '';
     let partial = '';
@@ -155,27 +137,18 @@ export function measure(command: string, args: string[], options: MeasureOptions
       }
       tree = peakOf(tree, sum);
       phase.peak = peakOf(phase.peak, sum);
-      if (cgroup) cgroupAnonKb = Math.max(cgroupAnonKb, cgroupStat(cgroup).rss / 1024);
+      cgroup?.sample();
     }, 10);
     child.on('error', (err) => {
       clearInterval(timer);
-      if (cgroup) removeCgroup(cgroup);
+      cgroup?.remove();
       reject(err);
     });
     child.on('exit', (code, signal) => {
       clearInterval(timer);
       endPhase();
-      let report: CgroupReport | undefined;
-      if (cgroup) {
-        report = {
-          limitMb: (options.memoryLimitBytes ?? 0) / 1048576,
-          maxUsageMb: Number(readFileSync(`${cgroup}/memory.max_usage_in_bytes`, 'utf8')) / 1048576,
-          peakAnonMb: mb(cgroupAnonKb),
-          failcnt: Number(readFileSync(`${cgroup}/memory.failcnt`, 'utf8')),
-          oomKills: Number(/oom_kill (\d+)/.exec(readFileSync(`${cgroup}/memory.oom_control`, 'utf8'))?.[1] ?? 0),
-        };
-        removeCgroup(cgroup);
-      }
+      const report: CgroupReport | undefined = cgroup?.report();
+      cgroup?.remove();
       resolve({
         seconds: elapsed(),
         code,
@@ -190,52 +163,6 @@ export function measure(command: string, args: string[], options: MeasureOptions
       });
     });
   });
-}
-
-function createCgroup(limitBytes: number): string {
-  const dir = `${CGROUP_PARENT}/bench-${process.pid}-${Date.now()}`;
-  mkdirSync(dir);
-  writeFileSync(`${dir}/memory.limit_in_bytes`, String(limitBytes));
-  return dir;
-}
-
-function cgroupStat(dir: string): Record<string, number> {
-  const stat: Record<string, number> = {};
-  for (const line of readFileSync(`${dir}/memory.stat`, 'utf8').split('\n')) {
-    const [k, v] = line.split(' ');
-    if (k) stat[k] = Number(v);
-  }
-  return stat;
-}
-
-/** The group can only go once no process is left in it; whatever lingers (an orphaned etcd) is killed. */
-function removeCgroup(dir: string): void {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    try {
-      rmdirSync(dir);
-      return;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EBUSY') throw err;
-      for (const pid of readFileSync(`${dir}/cgroup.procs`, 'utf8').split('\n').filter(Boolean)) {
-        console.warn(`cgroup ${dir}: process ${pid} outlived the measured command; killing it`);
-        try {
-          process.kill(Number(pid), 'SIGKILL');
-        } catch {
-          // already gone
-        }
-      }
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100);
-    }
-  }
-  throw new Error(`cannot remove cgroup ${dir}`);
-}
-
-/** "256Mi", "300M", "1Gi", or bytes: a Kubernetes-style memory quantity. */
-export function parseMemoryQuantity(text: string): number {
-  const m = /^(\d+(?:\.\d+)?)(Ki|Mi|Gi|K|M|G)?$/.exec(text.trim());
-  if (!m) throw new Error(`not a memory quantity: ${text} (e.g. 256Mi)`);
-  const unit = { Ki: 1024, Mi: 1048576, Gi: 1073741824, K: 1e3, M: 1e6, G: 1e9 }[m[2] ?? ''] ?? 1;
-  return Math.round(Number(m[1]) * unit);
 }
 
 export function median(values: number[]): number {

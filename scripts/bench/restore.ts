@@ -32,7 +32,8 @@ import {
   takeFullSnapshot,
 } from '@etcd-steward/core';
 import { fingerprintRestored, startCluster, storeDeltas, watchEvents } from '@etcd-steward/core/testing';
-import { formatTable, type Measurement, measure, parseMemoryQuantity, printTable } from './measure.ts';
+import { formatTable, type Measurement, measure, printTable } from './measure.ts';
+import { parseMemoryQuantity } from './memory-cgroup.ts';
 
 const { values } = parseArgs({
   options: {

@@ -10,8 +10,8 @@
 // Target (issue #4): 10,000 writes/s of 1 KiB values with bounded memory; the writer reports what it reaches.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, rmdir } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
 import http2 from 'node:http2';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,6 +29,7 @@ import {
 } from '@etcd-steward/core';
 import { startCluster } from '@etcd-steward/core/testing';
 import { printTable } from './measure.ts';
+import { type CgroupReport, createMemoryCgroup, parseMemoryQuantity } from './memory-cgroup.ts';
 
 const { values } = parseArgs({
   options: {
@@ -54,7 +55,9 @@ const loadBefore = loadavg();
 const cluster = await startCluster();
 const port = await freePort();
 const url = `http://127.0.0.1:${port}`;
-const cgroup = values['cgroup-limit'] ? await memoryCgroup(values['cgroup-limit'], values['cgroup-parent']) : undefined;
+const cgroup = values['cgroup-limit']
+  ? createMemoryCgroup(parseMemoryQuantity(values['cgroup-limit']), values['cgroup-parent'])
+  : undefined;
 const command = [
   process.execPath,
   ...values['sidecar-node-options'].split(' ').filter(Boolean),
@@ -76,15 +79,8 @@ const command = [
   values['memory-limit'],
 ];
 // In the cgroup from its first instruction, as in a container: Node sizes its heap by the limit it sees at start.
-const sidecar = cgroup
-  ? spawn('sh', ['-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', cgroup.dir, ...command], {
-      stdio: ['ignore', 'ignore', 'inherit'],
-      env: process.env,
-    })
-  : spawn(command[0], command.slice(1), {
-      stdio: ['ignore', 'ignore', 'inherit'],
-      env: process.env,
-    });
+const [program, args] = cgroup ? cgroup.wrap(command[0], command.slice(1)) : [command[0], command.slice(1)];
+const sidecar = spawn(program, args, { stdio: ['ignore', 'ignore', 'inherit'], env: process.env });
 const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
   sidecar.once('exit', (code, signal) => resolve({ code, signal })),
 );
@@ -127,11 +123,11 @@ try {
   await sleep(1_000);
   const idle = residentMb();
   let peak = { ...idle };
-  const max = { watchLag: 0, spool: 0, buffered: 0, heap: 0, external: 0, newSpace: 0, oldSpace: 0, cgroupAnon: 0 };
+  const max = { watchLag: 0, spool: 0, buffered: 0, heap: 0, external: 0, newSpace: 0, oldSpace: 0 };
   sampler = setInterval(() => {
     let now: ReturnType<typeof residentMb>;
     try {
-      if (cgroup) max.cgroupAnon = Math.max(max.cgroupAnon, cgroup.anonBytes());
+      cgroup?.sample();
       now = residentMb();
     } catch {
       return; // the sidecar is gone (killed by the cgroup's OOM killer?): the run reports it
@@ -238,58 +234,27 @@ try {
     ['deltas that fail to decompress', lags.unreadable.length ? lags.unreadable.join('; ') : 'none'],
     ['sidecar exit', exit.signal ?? String(exit.code)],
     ...full,
-    ...(cgroup ? cgroup.report(max.cgroupAnon) : []),
+    ...(cgroup ? cgroupRows(cgroup.report()) : []),
   ]);
 } catch (err) {
-  if (cgroup) console.error(cgroup.report(0).at(-1)!.join(': '));
+  if (cgroup) console.error(cgroupRows(cgroup.report()).at(-1)!.join(': '));
   throw err;
 } finally {
   clearInterval(sampler);
   clearInterval(scraper);
   if (sidecar.exitCode === null && sidecar.signalCode === null) sidecar.kill('SIGKILL');
   await cluster.stop();
-  await cgroup?.remove();
+  cgroup?.remove();
   await rm(work, { recursive: true, force: true });
 }
 
-/** A memory cgroup (v1) with `limit`, for the sidecar alone; `remove` once the sidecar has exited. */
-async function memoryCgroup(limit: string, parent?: string) {
-  const units: Record<string, number> = { '': 1, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3 };
-  const m = /^(\d+)(Ki|Mi|Gi|)$/.exec(limit);
-  if (!m) throw new Error(`--cgroup-limit ${limit}: give bytes or Ki/Mi/Gi, e.g. 100Mi`);
-  const own = /^\d+:memory:(.*)$/m.exec(readFileSync('/proc/self/cgroup', 'utf8'))?.[1] ?? '/';
-  const dir = join(parent ?? join('/sys/fs/cgroup/memory', own), `bench-sidecar-${process.pid}`);
-  await mkdir(dir);
-  const file = (name: string) => join(dir, name);
-  writeFileSync(file('memory.limit_in_bytes'), String(Number(m[1]) * units[m[2]]));
-  const stat = () =>
-    Object.fromEntries(
-      readFileSync(file('memory.stat'), 'utf8')
-        .trim()
-        .split('\n')
-        .map((l) => l.split(' '))
-        .map(([k, v]) => [k, Number(v)]),
-    );
-  return {
-    dir,
-    /** Anonymous memory charged to the cgroup now: what its limit cannot reclaim (there is no swap). */
-    anonBytes: () => stat().total_rss ?? 0,
-    report(maxAnon: number): string[][] {
-      const oom = /oom_kill (\d+)/.exec(readFileSync(file('memory.oom_control'), 'utf8'))?.[1] ?? '?';
-      return [
-        ['cgroup limit, MiB', mb(Number(readFileSync(file('memory.limit_in_bytes'), 'utf8')))],
-        [
-          'cgroup peak usage (with page cache), MiB',
-          mb(Number(readFileSync(file('memory.max_usage_in_bytes'), 'utf8'))),
-        ],
-        ['cgroup peak anonymous memory (sampled), MiB', mb(maxAnon)],
-        ['cgroup times at the limit / OOM kills', `${readFileSync(file('memory.failcnt'), 'utf8').trim()} / ${oom}`],
-      ];
-    },
-    async remove() {
-      if (existsSync(dir)) await rmdir(dir).catch(() => {});
-    },
-  };
+function cgroupRows(r: CgroupReport): string[][] {
+  return [
+    ['cgroup limit, MiB', r.limitMb.toFixed(0)],
+    ['cgroup peak usage (with page cache), MiB', r.maxUsageMb.toFixed(0)],
+    ['cgroup peak anonymous memory (sampled), MiB', r.peakAnonMb.toFixed(0)],
+    ['cgroup times at the limit / OOM kills', `${r.failcnt} / ${r.oomKills}`],
+  ];
 }
 
 /**

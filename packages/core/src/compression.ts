@@ -26,28 +26,30 @@ export function parseCompressionPolicy(value: string): CompressionPolicy {
  * (101 vs 102 MB from a 483 MB db) at a third less CPU, which decides how close a compressed snapshot
  * keeps to etcdctl's speed. gzip at level 6, its usual default, for ebr compatibility.
  *
- * `parallel`: zstd compresses on two worker threads of its own while this thread receives and checks the
- * data — for a full snapshot, where speed counts (276 MB: 1.26–1.28× etcdctl's time with two workers,
- * 1.31–1.34× with one, at the same CPU time). Without it zstd compresses on the calling thread, chunk by
- * chunk (~2 ms a MiB), and starts no threads: a delta is small, and the sidecar writes one every few seconds.
+ * `parallel`: zstd compresses on two worker threads of its own, gzip and zlib on libuv's pool with room to
+ * run ahead, while this thread receives and checks the data — for a full snapshot, where speed counts
+ * (276 MB: 1.26–1.28× etcdctl's time with two zstd workers, 1.31–1.34× with one, at the same CPU time).
+ * Without it zstd compresses on the calling thread, chunk by chunk (~2 ms a MiB), and starts no threads:
+ * a delta is small, and the sidecar writes one every few seconds.
  */
 export function compressor(policy: CompressionPolicy, options: { parallel?: boolean } = {}): Transform {
   switch (policy) {
     case 'zstd':
       return new ZstdCompress({ level: 1, workers: options.parallel ? 2 : 0 });
     case 'gzip':
-      return zlib.createGzip({ ...OVERLAP, level: 6 });
+      return zlib.createGzip({ ...(options.parallel ? OVERLAP : {}), level: 6 });
     case 'zlib':
-      return zlib.createDeflate({ ...OVERLAP, level: 6 });
+      return zlib.createDeflate({ ...(options.parallel ? OVERLAP : {}), level: 6 });
     case 'none':
       return new PassThrough();
   }
 }
 
 /**
- * gzip and zlib run on libuv's thread pool. With the default 16 KiB buffers a compressor refuses the next
- * chunk until it has finished the last, so receiving and compressing take turns; 4 MiB lets them overlap
- * (a 276 MB snapshot: 3.6 → 2.3 s with Node's zstd; scripts/bench/snapshot-save.ts).
+ * gzip and zlib run on libuv's thread pool. With the default buffers a compressor refuses the next chunk
+ * until it has finished the last, so receiving and compressing take turns; 4 MiB on each side lets them
+ * overlap, for a full snapshot (`parallel`). A delta keeps the defaults: its compressor holds the sidecar's
+ * memory, and it is small.
  */
 const OVERLAP = { writableHighWaterMark: 4 << 20, readableHighWaterMark: 4 << 20 };
 

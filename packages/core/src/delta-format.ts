@@ -105,7 +105,7 @@ export function decodeDeltaEvent(json: string): DeltaEvent {
 /**
  * The bytes of a delta (before compression), written one event at a time (object mode): the JSON array, then,
  * when the writer ends, its sha256 trailer. The JSON comes out in chunks of about `chunkSize` bytes rather than
- * a Buffer an event, because every stage after it (the compressor on libuv's pool, the file) costs per chunk;
+ * a Buffer an event, because every stage after it (the compressor, the file) costs per chunk;
  * and nothing of an event is kept once it is written, so a delta being written holds no more than one chunk.
  */
 export class DeltaEncoder extends Transform {
@@ -128,8 +128,6 @@ export class DeltaEncoder extends Transform {
   }
 
   override _flush(done: TransformCallback): void {
-    // The end in one push, trailer included: a compressor that gets its last input in one write ends its stream with
-    // one frame (Node's zstd appends an empty frame when it is ended with writes queued; see OpenDelta.finish).
     const tail = Buffer.concat([this.chunk?.subarray(0, this.used) ?? Buffer.alloc(0), ARRAY_END]);
     this.bytes += ARRAY_END.length;
     this.hash.update(tail);

@@ -2,7 +2,6 @@ export * from './bbolt-file.js';
 export * from './bbolt-page-refs.js';
 export * from './bbolt-page-writer.js';
 export * from './cli.js';
-export * from './coalesce.js';
 export * from './compression.js';
 export * from './db-file-revision.js';
 export * from './delta-format.js';

@@ -17,7 +17,10 @@ export function openSnapshotStream(
   }).messages;
 }
 
-/** Every chunk into compression costs a call per stage; 128 KiB chunks get most of the gain (coalesce.ts). */
+/**
+ * Every chunk into compression costs a call per stage; 128 KiB chunks get most of the gain, and larger ones
+ * live long enough to leave V8's young generation and raise peak memory (docs/performance.md).
+ */
 const CHUNK = 128 << 10;
 
 /** Protobuf wire types (the only other kinds, groups, etcd never sends). */

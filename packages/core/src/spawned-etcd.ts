@@ -148,12 +148,13 @@ export class EtcdProcess {
   async keyCount(revision?: number): Promise<{ keys: number; revision: number }> {
     const all = Buffer.from([0]).toString('base64');
     const body = JSON.stringify({ key: all, range_end: all, count_only: true, ...(revision ? { revision } : {}) });
-    const res = JSON.parse(await this.post('/v3/kv/range', body)) as {
-      header?: { revision?: string };
-      count?: string;
-      error?: string;
-      message?: string;
-    };
+    const text = await this.post('/v3/kv/range', body);
+    let res: { header?: { revision?: string }; count?: string; error?: string; message?: string };
+    try {
+      res = JSON.parse(text);
+    } catch {
+      throw new OperationError(`etcd ${this.name} answered a range with what is not JSON: ${text.slice(0, 200)}`);
+    }
     if (res.header?.revision === undefined) {
       throw new OperationError(`etcd ${this.name} did not answer a range: ${res.message ?? res.error ?? 'no header'}`);
     }
@@ -172,6 +173,10 @@ export class EtcdProcess {
           res.setEncoding('utf8');
           res.on('data', (d) => (text += d));
           res.on('end', () => resolve(text));
+          // etcd dying mid-answer (killed by a memory limit, say) fails the request, not the process.
+          res.on('error', (err) =>
+            reject(new OperationError(`etcd ${this.name} broke off its answer to ${path}: ${err.message}`)),
+          );
         },
       );
       req.on('error', reject);

@@ -65,24 +65,50 @@ export class ZstdCompress extends Transform {
   }
 }
 
-/** Decompresses zstd data of one or more frames (concatenated frames decompress to their contents in order). */
+/**
+ * Decompresses zstd data of one or more frames (concatenated frames decompress to their contents in order).
+ *
+ * A few KiB of input can decode to gigabytes, so the output waits for the reader: when a push says the
+ * readable side is full, decoding stops mid-chunk and goes on when the reader asks for more. Without that,
+ * one damaged or hostile object from the store would fill memory outside the JS heap, in one call.
+ */
 export class ZstdDecompress extends Transform {
   private readonly dctx = new zstd.DCtx();
   private readonly out = new OutputBuffer(this);
   private inFrame = false;
+  /** The rest of a chunk whose decoding waits for the reader, and the chunk's callback. */
+  private paused?: { input: Buffer; done: TransformCallback };
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    this.decode(chunk, done);
+  }
+
+  override _read(size: number): void {
+    const paused = this.paused;
+    if (paused) {
+      this.paused = undefined;
+      this.decode(paused.input, paused.done);
+    }
+    // Done with the chunk: the transform may hold its write callback for a read that has now come.
+    if (!this.paused) super._read(size);
+  }
+
+  private decode(chunk: Buffer, done: TransformCallback): void {
     try {
       let input = chunk;
       for (;;) {
         const space = this.out.space();
         const [hint, produced, consumed] = this.dctx.decompressStream(space, input);
-        this.out.took(produced);
         input = input.subarray(consumed);
         // zstd says 0 once a frame is whole; a call that took and gave nothing says what the next frame needs.
         if (consumed > 0 || produced > 0) this.inFrame = hint !== 0;
+        const readerWantsMore = this.out.took(produced);
         // A full output buffer may leave decoded bytes inside zstd: call again even without input.
         if (input.length === 0 && produced < space.length) break;
+        if (!readerWantsMore) {
+          this.paused = { input, done };
+          return;
+        }
       }
       done();
     } catch (err) {
@@ -110,16 +136,20 @@ class OutputBuffer {
     return this.buffer.subarray(this.used);
   }
 
-  took(produced: number): void {
+  /** Counts what zstd wrote; false when the buffer went on and the reader wants no more for now. */
+  took(produced: number): boolean {
     this.used += produced;
-    if (this.used === this.buffer.length) this.handOn();
+    return this.used === this.buffer.length ? this.handOn() : true;
   }
 
-  handOn(): void {
-    if (this.used === 0) return;
-    this.stream.push(this.used === this.buffer.length ? this.buffer : this.buffer.subarray(0, this.used));
+  handOn(): boolean {
+    if (this.used === 0) return true;
+    const wantsMore = this.stream.push(
+      this.used === this.buffer.length ? this.buffer : this.buffer.subarray(0, this.used),
+    );
     this.buffer = Buffer.allocUnsafe(OUTPUT);
     this.used = 0;
+    return wantsMore;
   }
 }
 

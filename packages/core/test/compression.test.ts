@@ -80,6 +80,24 @@ describe('zstd compression', () => {
     expect((err as Error).message).toMatch(/truncated/);
   });
 
+  it('decodes no further ahead than its reader: a small input that expands a thousandfold waits in zstd', async () => {
+    const zeros = zstdCommand(['-c'], Buffer.alloc(64 << 20));
+    expect(zeros.length).toBeLessThan(64 << 10);
+    const stream = decompressor('.zst');
+    stream.end(zeros);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(stream.readableLength).toBeLessThanOrEqual(256 << 10);
+    let total = 0;
+    let most = 0;
+    for await (const c of stream) {
+      total += (c as Buffer).length;
+      most = Math.max(most, stream.readableLength);
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(total).toBe(64 << 20);
+    expect(most).toBeLessThanOrEqual(256 << 10);
+  });
+
   it('fails with a decompression error on damaged or truncated data', async () => {
     const compressed = await through(compressor('zstd'), data.subarray(0, 2 << 20), 128 << 10);
     const truncated = compressed.subarray(0, compressed.length - 1000);

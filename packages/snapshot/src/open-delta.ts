@@ -1,5 +1,4 @@
-import type { Transform, Writable } from 'node:stream';
-import { setTimeout as sleep } from 'node:timers/promises';
+import type { Writable } from 'node:stream';
 import {
   type CompressionPolicy,
   compressionSuffix,
@@ -23,7 +22,6 @@ export class OpenDelta {
   private oldestEventAt = 0;
 
   private readonly encoder = new DeltaEncoder();
-  private readonly compressor: Transform;
   private readonly draft: SpoolDraft;
 
   private constructor(
@@ -32,8 +30,7 @@ export class OpenDelta {
     private readonly compression: CompressionPolicy,
   ) {
     this.lastRevision = startRevision - 1;
-    this.compressor = compressor(compression);
-    this.draft = spool.begin(this.encoder, this.compressor);
+    this.draft = spool.begin(this.encoder, compressor(compression));
   }
 
   static begin(spool: Spool, startRevision: number, compression: CompressionPolicy): OpenDelta {
@@ -69,12 +66,6 @@ export class OpenDelta {
 
   /** Ends the delta and queues it in the spool, durably, named for its revisions. */
   async finish(): Promise<SpooledDelta> {
-    // Node's zstd compressor, ended while writes are still queued, ends its frame at the last of them and appends
-    // an empty frame; its decompressor then fails ("Unknown frame descriptor") whenever a read splits those 9 bytes
-    // (8 in 65,536 deltas read from files in 64 KiB chunks, more from a network). Ended only once it has taken all
-    // that came before the encoder's last write (the end of the JSON and the trailer), it writes one frame.
-    const queued = () => this.encoder.writableLength + this.encoder.readableLength + this.compressor.writableLength > 0;
-    while (!this.encoder.destroyed && queued()) await sleep(1);
     this.encoder.end();
     return this.draft.commit({
       name: snapshotName({

@@ -49,8 +49,9 @@ const COLUMNS =
  * The sidecar's durable queue of deltas on their way to the store (`--spool-dir`): each delta is a file, fsynced
  * and renamed into place before its row goes into a SQLite index (WAL, synchronous=FULL), so after a crash the
  * index lists exactly the complete files, in chain order. Files without a row are the remains of an interrupted
- * write and go at open. `--spool-max-bytes` caps the files; a full spool refuses more (hasRoom), and the
- * snapshotter then stops reading the watch until uploads make room.
+ * write and go at open. `--spool-max-bytes` caps the finished files; a full spool refuses more (hasRoom), and
+ * the snapshotter then stops reading the watch until uploads make room. The part file of the delta being written
+ * comes on top, bounded by the delta's own limit.
  */
 export class Spool {
   private constructor(

@@ -198,12 +198,16 @@ export async function openLocalStore(location: StoreLocation): Promise<SnapStore
 /** A put being written touches its temp file continually; one untouched for an hour was left by a killed writer. */
 const STALE_TEMP_MS = 60 * 60 * 1000;
 
+/**
+ * Best effort: a restore may read the store from a read-only mount, where the removal fails and the leftovers
+ * harm nobody (listings skip the temp folder).
+ */
 async function removeStaleTemps(dir: string): Promise<void> {
   const names = await readdir(dir).catch(() => [] as string[]);
   const cutoff = Date.now() - STALE_TEMP_MS;
   for (const name of names) {
     const path = join(dir, name);
     const st = await stat(path).catch(() => undefined);
-    if (st && st.mtimeMs < cutoff) await rm(path, { force: true });
+    if (st && st.mtimeMs < cutoff) await rm(path, { force: true }).catch(() => undefined);
   }
 }
