@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -99,6 +100,22 @@ describe('snapshot → restore round trip (programs as processes, real etcd)', (
     expect(existing.code).toBe(2);
     expect(existing.stderr).toMatch(/is not empty: pass --force/);
     expect(await readFile(join(occupied, 'keep'), 'utf8')).toBe('mine');
+
+    // A store path that does not exist: said plainly, and no folder left behind; one that cannot exist: exit 2.
+    const missing = join(dir, 'no-such-store');
+    const none = await runProgram('etcd-restore', ['--store', `file://${missing}`, '--data-dir', join(dir, 'x')]);
+    expect(none.code).toBe(1);
+    expect(none.stderr).toMatch(/no full snapshot in file:\/\/.*no-such-store: check --store/);
+    expect(existsSync(missing)).toBe(false);
+    const underFile = await runProgram('etcd-snapshot', [
+      'save',
+      '--endpoints',
+      cluster.endpoints.join(','),
+      '--store',
+      `file://${join(occupied, 'keep', 'store')}`,
+    ]);
+    expect(underFile.code).toBe(2);
+    expect(underFile.stderr).toMatch(/keep is not a directory/);
 
     const down = await runProgram('etcd-snapshot', [
       'save',

@@ -186,13 +186,29 @@ async function writeAtomically(path: string, content: string, tempDir: string): 
 export async function openLocalStore(location: StoreLocation): Promise<SnapStore> {
   const root = location.container;
   if (!root.startsWith('/')) throw new UsageError(`--store ${location.url.href}: give an absolute path`);
-  try {
-    await mkdir(root, { recursive: true });
-  } catch (err) {
-    throw new UsageError(`--store ${location.url.href}: cannot create directory ${root} (${(err as Error).message})`);
-  }
+  await checkRoot(location.url.href, root);
   await removeStaleTemps(join(root, TEMP_DIR));
   return new LocalStore(root);
+}
+
+/**
+ * Opening creates nothing (a restore from a mistyped path must leave no folder behind); the first put creates
+ * the root. So that a writer still learns of a path it can never use before it starts, the root, or the
+ * nearest folder above it that exists, must be a directory.
+ */
+async function checkRoot(href: string, root: string): Promise<void> {
+  for (let dir = root; ; dir = dirname(dir)) {
+    try {
+      if ((await stat(dir)).isDirectory()) return;
+      throw new UsageError(`--store ${href}: ${dir} is not a directory`);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') {
+        throw err instanceof UsageError ? err : new UsageError(`--store ${href}: cannot use ${dir} (${code})`);
+      }
+    }
+    if (dir === '/') return;
+  }
 }
 
 /** A put being written touches its temp file continually; one untouched for an hour was left by a killed writer. */
