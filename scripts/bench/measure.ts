@@ -7,7 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { type CgroupReport, createMemoryCgroup } from './memory-cgroup.ts';
 
-/** Peaks of one sampled quantity set, in MB (MiB). */
+/** Resident memory in MB (MiB): one sample, or each quantity's peak over many. */
 export interface MemoryPeak {
   rssMb: number;
   anonMb: number;
@@ -54,17 +54,12 @@ function treePids(pid: number): number[] {
   return [pid, ...childrenOf(pid).flatMap(treePids)];
 }
 
-interface Sample {
-  rssKb: number;
-  anonKb: number;
-  fileKb: number;
-}
-
-function sample(pid: number): Sample | undefined {
+/** A process's resident memory now, from /proc; undefined once it is gone. */
+export function residentMemory(pid: number): MemoryPeak | undefined {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
-    return { rssKb: kb('VmRSS'), anonKb: kb('RssAnon'), fileKb: kb('RssFile') + kb('RssShmem') };
+    const mb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0) / 1024;
+    return { rssMb: mb('VmRSS'), anonMb: mb('RssAnon'), fileMb: mb('RssFile') + mb('RssShmem') };
   } catch {
     return undefined;
   }
@@ -87,11 +82,11 @@ export function roleOf(pid: number, root: number): string {
   return roleOf(root, root) === `${name} (main)` ? `${name} (a fork, before its exec)` : name;
 }
 
-const mb = (kb: number) => kb / 1024;
-const peakOf = (a: MemoryPeak | undefined, s: Sample): MemoryPeak => ({
-  rssMb: Math.max(a?.rssMb ?? 0, mb(s.rssKb)),
-  anonMb: Math.max(a?.anonMb ?? 0, mb(s.anonKb)),
-  fileMb: Math.max(a?.fileMb ?? 0, mb(s.fileKb)),
+/** Each quantity's maximum of the two. */
+export const peakOf = (a: MemoryPeak | undefined, s: MemoryPeak): MemoryPeak => ({
+  rssMb: Math.max(a?.rssMb ?? 0, s.rssMb),
+  anonMb: Math.max(a?.anonMb ?? 0, s.anonMb),
+  fileMb: Math.max(a?.fileMb ?? 0, s.fileMb),
 });
 
 export function measure(command: string, args: string[], options: MeasureOptions = {}): Promise<Measurement> {
@@ -124,16 +119,16 @@ export function measure(command: string, args: string[], options: MeasureOptions
     const timer = setInterval(() => {
       const root = child.pid;
       if (!root) return;
-      const sum: Sample = { rssKb: 0, anonKb: 0, fileKb: 0 };
+      const sum: MemoryPeak = { rssMb: 0, anonMb: 0, fileMb: 0 };
       for (const pid of treePids(root)) {
-        const s = sample(pid);
+        const s = residentMemory(pid);
         if (!s) continue;
         // Read every time: a process may exec after it was first seen (the cgroup shell, a fork of node).
         const role = roleOf(pid, root);
         if (role !== '?') processes.set(role, peakOf(processes.get(role), s));
-        sum.rssKb += s.rssKb;
-        sum.anonKb += s.anonKb;
-        sum.fileKb += s.fileKb;
+        sum.rssMb += s.rssMb;
+        sum.anonMb += s.anonMb;
+        sum.fileMb += s.fileMb;
       }
       tree = peakOf(tree, sum);
       phase.peak = peakOf(phase.peak, sum);

@@ -28,7 +28,7 @@ import {
   memberStatus,
 } from '@etcd-steward/core';
 import { startCluster } from '@etcd-steward/core/testing';
-import { printTable } from './measure.ts';
+import { peakOf, printTable, residentMemory } from './measure.ts';
 import { type CgroupReport, createMemoryCgroup, parseMemoryQuantity } from './memory-cgroup.ts';
 
 const { values } = parseArgs({
@@ -85,11 +85,11 @@ const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null 
   sidecar.once('exit', (code, signal) => resolve({ code, signal })),
 );
 
-/** The sidecar's resident memory, MB: in all, anonymous (heap, buffers, malloc) and file-backed (node's code). */
+/** The sidecar's resident memory: in all, anonymous (heap, buffers, malloc) and file-backed (node's code). */
 const residentMb = () => {
-  const status = readFileSync(`/proc/${sidecar.pid}/status`, 'utf8');
-  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0) / 1024;
-  return { rss: kb('VmRSS'), anon: kb('RssAnon'), file: kb('RssFile') };
+  const now = sidecar.pid === undefined ? undefined : residentMemory(sidecar.pid);
+  if (!now) throw new Error('the sidecar is gone');
+  return now;
 };
 /** CPU seconds the sidecar has used (user + system). */
 const cpuSeconds = () => {
@@ -132,9 +132,7 @@ try {
     } catch {
       return; // the sidecar is gone (killed by the cgroup's OOM killer?): the run reports it
     }
-    peak.rss = Math.max(peak.rss, now.rss);
-    peak.anon = Math.max(peak.anon, now.anon);
-    peak.file = Math.max(peak.file, now.file);
+    peak = peakOf(peak, now);
   }, 50);
   scraper = setInterval(async () => {
     const text = await metrics().catch(() => '');
@@ -181,7 +179,7 @@ try {
       ],
       [
         'sidecar RSS peak during it: all / anon / file, MiB',
-        `${peak.rss.toFixed(0)} / ${peak.anon.toFixed(0)} / ${peak.file.toFixed(0)}`,
+        `${peak.rssMb.toFixed(0)} / ${peak.anonMb.toFixed(0)} / ${peak.fileMb.toFixed(0)}`,
       ],
     ];
     peak = loadPeak;
@@ -213,11 +211,11 @@ try {
     ['deltas / stored MB', `${deltas.length} / ${(deltas.reduce((s, d) => s + d.size, 0) / 1e6).toFixed(1)}`],
     [
       'sidecar RSS idle: all / anon / file, MiB',
-      `${idle.rss.toFixed(0)} / ${idle.anon.toFixed(0)} / ${idle.file.toFixed(0)}`,
+      `${idle.rssMb.toFixed(0)} / ${idle.anonMb.toFixed(0)} / ${idle.fileMb.toFixed(0)}`,
     ],
     [
       'sidecar RSS peak: all / anon / file, MiB',
-      `${peak.rss.toFixed(0)} / ${peak.anon.toFixed(0)} / ${peak.file.toFixed(0)}`,
+      `${peak.rssMb.toFixed(0)} / ${peak.anonMb.toFixed(0)} / ${peak.fileMb.toFixed(0)}`,
     ],
     ['max JS heap used / new space / old space, MiB', `${mb(max.heap)} / ${mb(max.newSpace)} / ${mb(max.oldSpace)}`],
     ['max external memory (buffers), MiB', mb(max.external)],

@@ -21,6 +21,19 @@ export function readVarint(buf: Buffer, at: number): [bigint, number] {
   throw new Error('malformed protobuf varint');
 }
 
+/**
+ * A varint from buf[at, end) as a number (exact below 2^53: revisions, versions, lengths), or undefined when it
+ * does not end there: malformed for a whole message, not yet all arrived for a stream parsed as it comes.
+ */
+export function readSmallVarint(buf: Buffer, at: number, end: number): { value: number; next: number } | undefined {
+  let value = 0;
+  for (let i = at, scale = 1; i < end && i < at + 10; i++, scale *= 128) {
+    value += (buf[i] & 0x7f) * scale;
+    if ((buf[i] & 0x80) === 0) return { value, next: i + 1 };
+  }
+  return undefined;
+}
+
 /** The fields of one message, in wire order. Throws on malformed input (the caller names the source). */
 export function readFields(msg: Buffer): ProtoField[] {
   const fields: ProtoField[] = [];
@@ -92,15 +105,10 @@ export class ProtoCursor {
   }
 
   private varint(): number {
-    let value = 0;
-    let scale = 1;
-    for (let i = 0; i < 10 && this.at < this.end; i++) {
-      const byte = this.msg[this.at++];
-      value += (byte & 0x7f) * scale;
-      if (byte < 0x80) return value;
-      scale *= 128;
-    }
-    throw new Error('malformed protobuf varint');
+    const read = readSmallVarint(this.msg, this.at, this.end);
+    if (!read) throw new Error('malformed protobuf varint');
+    this.at = read.next;
+    return read.value;
   }
 }
 

@@ -2,6 +2,7 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { OperationError } from './errors.js';
 import type { EtcdConnection } from './etcd-client.js';
 import { grpcCall } from './etcd-grpc.js';
+import { readSmallVarint } from './protobuf-wire.js';
 
 /**
  * etcd's Maintenance/Snapshot stream as raw bytes (the bbolt db and etcd's sha256 trailer) in chunks of
@@ -100,12 +101,12 @@ class SnapshotBlobs extends Transform {
 
   /** A field's tag, and its length or value, once all their bytes are in. */
   private readFieldHead(): void {
-    const tag = varint(this.head, 0, this.headLength);
+    const tag = readSmallVarint(this.head, 0, this.headLength);
     const wire = tag ? tag.value & 7 : -1;
     let size: number | undefined; // of the value that follows the head
     if (!tag) size = undefined;
-    else if (wire === BYTES) size = varint(this.head, tag.next, this.headLength)?.value;
-    else if (wire === VARINT) size = varint(this.head, tag.next, this.headLength) ? 0 : undefined;
+    else if (wire === BYTES) size = readSmallVarint(this.head, tag.next, this.headLength)?.value;
+    else if (wire === VARINT) size = readSmallVarint(this.head, tag.next, this.headLength) ? 0 : undefined;
     else if (wire === FIXED64 || wire === FIXED32) size = wire === FIXED64 ? 8 : 4;
     else throw this.malformed(`unsupported protobuf wire type ${wire}`);
     if (size === undefined) {
@@ -138,14 +139,4 @@ class SnapshotBlobs extends Transform {
   private malformed(what: string): OperationError {
     return new OperationError(`etcd at ${this.endpoint} sent a malformed snapshot message: ${what}`);
   }
-}
-
-/** A varint from buf[at, end), or undefined while its last byte has not arrived. */
-function varint(buf: Buffer, at: number, end: number): { value: number; next: number } | undefined {
-  let value = 0;
-  for (let i = at, scale = 1; i < end && i < at + 10; i++, scale *= 128) {
-    value += (buf[i] & 0x7f) * scale;
-    if ((buf[i] & 0x80) === 0) return { value, next: i + 1 };
-  }
-  return undefined;
 }

@@ -108,7 +108,7 @@ export async function restore(options: RestoreOptions): Promise<RestoreResult> {
             leaseTtl: options.leaseTtl,
             maxFetchers: options.maxFetchers ?? 4,
             allowPartial: options.allowPartial,
-            layout: { member: options.member, dataDir: join(workDir, 'data') },
+            layout: { member: options.member, dataDir: memberDataDir(workDir) },
           },
           logger,
           options.signal,
@@ -159,6 +159,11 @@ export async function restore(options: RestoreOptions): Promise<RestoreResult> {
   }
 }
 
+/** Where the member's data dir is made, in the work dir, before it is swapped in. */
+function memberDataDir(workDir: string): string {
+  return join(workDir, 'data');
+}
+
 /**
  * Makes the member's data dir from the replayed snapshot with etcd's own restore tool, unless the replay
  * already went into one; proves it (etcd starts on a copy and reports the expected revision and key count,
@@ -178,7 +183,7 @@ async function finish(
       `the chain from ${chain.full.name} reached revision ${revision}, not ${options.toRevision}`,
     );
   }
-  const dataDir = join(ctx.workDir, 'data');
+  const dataDir = memberDataDir(ctx.workDir);
   if (replayed.snapshotFile) {
     ctx.logger.info('laying out the member data dir', { member: options.member.name, revision });
     await runSnapshotRestore(ctx.binaries, replayed.snapshotFile, dataDir, options.member, { signal: ctx.signal });

@@ -198,15 +198,12 @@ export async function openLocalStore(location: StoreLocation): Promise<SnapStore
  */
 async function checkRoot(href: string, root: string): Promise<void> {
   for (let dir = root; ; dir = dirname(dir)) {
-    try {
-      if ((await stat(dir)).isDirectory()) return;
-      throw new UsageError(`--store ${href}: ${dir} is not a directory`);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code !== 'ENOENT' && code !== 'ENOTDIR') {
-        throw err instanceof UsageError ? err : new UsageError(`--store ${href}: cannot use ${dir} (${code})`);
-      }
-    }
+    const st = await stat(dir).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT' || err.code === 'ENOTDIR') return undefined; // not there: look further up
+      throw new UsageError(`--store ${href}: cannot use ${dir} (${err.code})`);
+    });
+    if (st?.isDirectory()) return;
+    if (st) throw new UsageError(`--store ${href}: ${dir} is not a directory`);
     if (dir === '/') return;
   }
 }
