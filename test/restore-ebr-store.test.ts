@@ -5,13 +5,14 @@ import { deflateSync, gunzipSync, gzipSync } from 'node:zlib';
 import { freePort } from '@etcd-steward/core';
 import { goLzwCompress, readRestored } from '@etcd-steward/core/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ebrStoreDir } from './fixtures.js';
 import { runProgram } from './run-program.js';
 
-const fixture = new URL('../../shared/fixtures/ebr-v0.23-store', import.meta.url).pathname;
+const fixture = ebrStoreDir;
 
 /** EXPECTED.md's table: key, value, mod_revision, create_revision, version. */
 async function expectedKeyspace(): Promise<string[]> {
-  const text = await readFile(join(fixture, 'EXPECTED.md'), 'utf8');
+  const text = await readFile(join(fixture, 'README.md'), 'utf8');
   const block = /```\n([\s\S]*?)```/.exec(text)![1];
   return block
     .trim()

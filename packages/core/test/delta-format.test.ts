@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
+import { ebrStoreObject } from '../../../test/fixtures.js';
 import {
   DeltaDecoder,
   DeltaEncoder,
@@ -11,8 +12,7 @@ import {
   verifyDelta,
 } from '../src/delta-format.js';
 
-const fixture = (name: string) =>
-  readFile(new URL(`../../../../shared/fixtures/ebr-v0.23-store/v2/${name}`, import.meta.url));
+const fixture = (name: string) => readFile(ebrStoreObject(name));
 
 async function decode(bytes: Buffer, chunk = bytes.length): Promise<DeltaEvent[]> {
   const chunks: Buffer[] = [];

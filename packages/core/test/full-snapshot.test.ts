@@ -5,6 +5,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ebrStoreObject } from '../../../test/fixtures.js';
 import { decompressor } from '../src/compression.js';
 import { IntegrityError } from '../src/errors.js';
 import { FullSnapshotCheck } from '../src/full-snapshot-check.js';
@@ -12,8 +13,6 @@ import { parseSnapshotName } from '../src/snapshot-name.js';
 import { LocalStore } from '../src/store/local.js';
 import { takeFullSnapshot } from '../src/take-full-snapshot.js';
 import { startCluster, type TestCluster, writeWorkload } from '../src/testing/index.js';
-
-const fixture = new URL('../../../../shared/fixtures/ebr-v0.23-store/v2/', import.meta.url);
 
 async function check(bytes: Buffer) {
   const c = new FullSnapshotCheck('test snapshot');
@@ -25,11 +24,11 @@ async function check(bytes: Buffer) {
 
 describe('full snapshot check', () => {
   it("reads the revision of ebr's fixture snapshots (etcd 3.4.23)", async () => {
-    const plain = await readFile(new URL('Full-00000000-00000007-1795299379', fixture));
+    const plain = await readFile(ebrStoreObject('Full-00000000-00000007-1795299379'));
     expect((await check(plain)).revision).toBe(7);
     const gz: Buffer[] = [];
     await pipeline(
-      Readable.from([await readFile(new URL('Full-00000000-00000003-1795299353.gz', fixture))]),
+      Readable.from([await readFile(ebrStoreObject('Full-00000000-00000003-1795299353.gz'))]),
       createGunzip(),
       async (s) => {
         for await (const c of s) gz.push(c);
@@ -39,7 +38,7 @@ describe('full snapshot check', () => {
   });
 
   it('reads the revision whatever the chunking', async () => {
-    const plain = await readFile(new URL('Full-00000000-00000007-1795299379', fixture));
+    const plain = await readFile(ebrStoreObject('Full-00000000-00000007-1795299379'));
     for (const size of [1, 7, 31, 33, 4095, 4097]) {
       const chunks: Buffer[] = [];
       for (let i = 0; i < plain.length; i += size) chunks.push(plain.subarray(i, i + size));
@@ -52,7 +51,7 @@ describe('full snapshot check', () => {
   });
 
   it('rejects a bit flip and a truncation', async () => {
-    const plain = await readFile(new URL('Full-00000000-00000007-1795299379', fixture));
+    const plain = await readFile(ebrStoreObject('Full-00000000-00000007-1795299379'));
     const flipped = Buffer.from(plain);
     flipped[5000] ^= 0x10;
     await expect(check(flipped)).rejects.toThrow(/damaged: its content does not match its sha256/);

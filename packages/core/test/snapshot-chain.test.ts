@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest';
+import { ebrStoreDir } from '../../../test/fixtures.js';
 import type { CatalogEntry } from '../src/snapshot-catalog.js';
 import { listSnapshots } from '../src/snapshot-catalog.js';
 import { planChains } from '../src/snapshot-chain.js';
 import { parseSnapshotName } from '../src/snapshot-name.js';
 import { LocalStore } from '../src/store/local.js';
 
-const fixtureStore = new LocalStore(new URL('../../../../shared/fixtures/ebr-v0.23-store', import.meta.url).pathname);
+const fixtureStore = new LocalStore(ebrStoreDir);
 
 function entry(name: string): CatalogEntry {
   return { ...parseSnapshotName(`v2/${name}`)!, size: 1, metadata: {} };

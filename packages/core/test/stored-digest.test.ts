@@ -5,15 +5,13 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ebrStoreObject } from '../../../test/fixtures.js';
 import { fetchFullSnapshot } from '../src/fetch-full-snapshot.js';
 import { listSnapshots } from '../src/snapshot-catalog.js';
 import { LocalStore } from '../src/store/local.js';
 import type { SnapStore } from '../src/store/snapstore.js';
 
-const fixture = new URL(
-  '../../../../shared/fixtures/ebr-v0.23-store/v2/Full-00000000-00000007-1795299379',
-  import.meta.url,
-);
+const fixture = ebrStoreObject('Full-00000000-00000007-1795299379');
 const NAME = 'v2/Full-00000000-00000007-1795299379.gz';
 
 /** What S3 does: listings carry no object metadata, only stat does. */

@@ -1,8 +1,9 @@
 import { LocalStore, OperationError, UsageError } from '@etcd-steward/core';
 import { describe, expect, it } from 'vitest';
+import { ebrStoreDir } from '../../../test/fixtures.js';
 import { describePlan, formatPlan, planRestore } from '../src/restore-plan.js';
 
-const fixture = new LocalStore(new URL('../../../../shared/fixtures/ebr-v0.23-store', import.meta.url).pathname);
+const fixture = new LocalStore(ebrStoreDir);
 
 describe('planRestore', () => {
   it('plans the newest chain first and the older full as a fallback', async () => {
