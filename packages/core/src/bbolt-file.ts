@@ -135,6 +135,15 @@ export class BboltReader {
     this.meta = second && second.txid > first.txid ? second : first;
   }
 
+  /** The top-level buckets by name (etcd has no nested ones), their headers copied out of the pages read. */
+  buckets(): Map<string, BucketValue> {
+    const buckets = new Map<string, BucketValue>();
+    for (const e of this.elements({ root: this.meta.root, sequence: this.meta.sequence })) {
+      if ((e.flags & BUCKET_LEAF_FLAG) !== 0) buckets.set(e.key.toString('latin1'), bucketValue(detachedCopy(e.value)));
+    }
+    return buckets;
+  }
+
   /** A page with its overflow pages. */
   page(id: number): Buffer {
     const { pageSize } = this.meta;

@@ -1,5 +1,5 @@
 import { closeSync, openSync } from 'node:fs';
-import { BboltReader, bucketValue } from './bbolt-file.js';
+import { BboltReader } from './bbolt-file.js';
 import { IntegrityError } from './errors.js';
 
 /**
@@ -17,17 +17,14 @@ export async function dbFileRevision(path: string): Promise<number> {
 }
 
 export function storeRevision(reader: BboltReader): number {
-  const buckets = new Map<string, Buffer>();
-  for (const e of reader.elements({ root: reader.meta.root, sequence: reader.meta.sequence })) {
-    buckets.set(e.key.toString('latin1'), e.value);
-  }
+  const buckets = reader.buckets();
   const key = buckets.get('key');
   if (!key) throw new IntegrityError('the db has no "key" bucket: it is not an etcd database');
-  const last = reader.lastElement(bucketValue(key));
+  const last = reader.lastElement(key);
   let revision = last ? Number(last.key.readBigUInt64BE(0)) : 1;
   const meta = buckets.get('meta');
   if (meta) {
-    for (const e of reader.elements(bucketValue(meta))) {
+    for (const e of reader.elements(meta)) {
       const name = e.key.toString('latin1');
       if ((name === 'finishedCompactRev' || name === 'scheduledCompactRev') && e.value.length === 17) {
         revision = Math.max(revision, Number(e.value.readBigUInt64BE(0)));

@@ -6,8 +6,6 @@ import {
   BboltReader,
   BUCKET_LEAF_FLAG,
   type BucketValue,
-  bucketValue,
-  detachedCopy,
   metaPage,
   NO_FREELIST,
 } from './bbolt-file.js';
@@ -62,10 +60,7 @@ export class DirectReplayEngine implements ReplayEngine {
     this.meta = this.reader.meta;
     // Drop etcd's sha256 trailer: new pages start right after the last page.
     ftruncateSync(this.fd, this.meta.pgid * this.meta.pageSize);
-    for (const e of this.reader.elements({ root: this.meta.root, sequence: this.meta.sequence })) {
-      if ((e.flags & BUCKET_LEAF_FLAG) === 0) continue;
-      this.buckets.set(e.key.toString('latin1'), bucketValue(detachedCopy(e.value)));
-    }
+    this.buckets = this.reader.buckets();
     const key = this.buckets.get('key');
     if (!key) throw new IntegrityError('the full snapshot has no "key" bucket: it is not an etcd database');
     this.pages = new PageAppender(this.fd, this.meta.pageSize, this.meta.pgid);

@@ -3,6 +3,7 @@ export * from './bbolt-page-refs.js';
 export * from './bbolt-page-writer.js';
 export * from './cli.js';
 export * from './compression.js';
+export * from './db-etcd-version.js';
 export * from './db-file-revision.js';
 export * from './delta-format.js';
 export * from './delta-revisions.js';

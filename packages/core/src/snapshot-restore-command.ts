@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { OperationError } from './errors.js';
+import { dbEtcdVersion, newerThan, parseMinorVersion } from './db-etcd-version.js';
+import { OperationError, UsageError } from './errors.js';
 import type { EtcdBinaries } from './etcd-binaries.js';
 import { briefGoProgramEnv } from './go-memory.js';
 
@@ -27,6 +28,7 @@ export async function runSnapshotRestore(
 ): Promise<void> {
   const tool = binaries.etcdutl ?? binaries.etcdctl;
   if (!tool) throw new OperationError('neither etcdutl nor etcdctl is available to restore the snapshot');
+  refuseDowngrade(binaries, snapshotFile);
   const args = [
     'snapshot',
     'restore',
@@ -50,6 +52,21 @@ export async function runSnapshotRestore(
       .at(-1);
     throw new OperationError(`${tool} snapshot restore failed: ${stderr || (err as Error).message}`, { cause: err });
   }
+}
+
+/**
+ * etcd supports no move of data to an older minor version outside its own downgrade procedure: an etcd 3.4
+ * started on a 3.5 db ignores what 3.5 added to it and its cluster version says 3.5. So a snapshot whose db
+ * shows a newer etcd than the tools in use is refused before anything is laid out.
+ */
+function refuseDowngrade(binaries: EtcdBinaries, snapshotFile: string): void {
+  const tools = parseMinorVersion(binaries.version);
+  const written = dbEtcdVersion(snapshotFile);
+  if (!tools || !written || !newerThan(written, tools)) return;
+  const wanted = `${written.major}.${written.minor}`;
+  throw new UsageError(
+    `the snapshot was taken from etcd ${wanted} and the etcd in use is ${binaries.version} (${binaries.etcd}): etcd cannot move data back to an older version. Put etcd ${wanted}'s etcd and etcdutl first on PATH, or name their folder with --etcd-bin-dir`,
+  );
 }
 
 /** Members named in `--initial-cluster` (name=url,...). */

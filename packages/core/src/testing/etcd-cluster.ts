@@ -6,6 +6,7 @@ import { findEtcdBinaries } from '../etcd-binaries.js';
 import { createEtcdClient } from '../etcd-client.js';
 import { freePort } from '../free-port.js';
 import { EtcdProcess } from '../spawned-etcd.js';
+import { checkEtcdUnderTest } from './etcd-versions.js';
 
 /** A real etcd cluster of 1 or 3 members on loopback, in a temp dir, for tests and the demo. */
 export interface TestCluster {
@@ -19,6 +20,7 @@ export interface TestCluster {
 export async function startCluster(options: { members?: 1 | 3; binDir?: string } = {}): Promise<TestCluster> {
   const count = options.members ?? 1;
   const binaries = await findEtcdBinaries(options.binDir);
+  if (!options.binDir) checkEtcdUnderTest(binaries);
   const dir = await mkdtemp(join(tmpdir(), 'etcd-steward-cluster-'));
   const specs = [];
   for (let i = 0; i < count; i++) {
