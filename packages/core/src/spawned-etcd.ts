@@ -87,7 +87,10 @@ export class EtcdProcess {
       ...(options.extraArgs ?? []),
     ];
     const log = createWriteStream(options.logFile, { flags: 'a' });
-    const child = spawn(options.binaries.etcd, args, { env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(options.binaries.etcd, args, {
+      env: withoutEtcdFlags(options.env ?? process.env),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     child.stdout?.pipe(log);
     child.stderr?.pipe(log);
     running.add(child);
@@ -221,4 +224,15 @@ export class EtcdProcess {
       return '(no log)';
     }
   }
+}
+
+/**
+ * etcd takes every `ETCD_<FLAG>` variable as that flag (`ETCD_VERSION=3.5` makes it fail on `--version`), and a
+ * member we start is configured by its arguments alone: the caller's ETCD_* variables are left out, but for
+ * ETCD_UNSUPPORTED_ARCH, without which etcd 3.4 does not start on arm64.
+ */
+function withoutEtcdFlags(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return Object.fromEntries(
+    Object.entries(env).filter(([name]) => !name.startsWith('ETCD_') || name === 'ETCD_UNSUPPORTED_ARCH'),
+  );
 }
