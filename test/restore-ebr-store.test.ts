@@ -10,7 +10,7 @@ import { runProgram } from './run-program.js';
 
 const fixture = ebrStoreDir;
 
-/** EXPECTED.md's table: key, value, mod_revision, create_revision, version. */
+/** The table in the fixture's README.md: key, value, mod_revision, create_revision, version. */
 async function expectedKeyspace(): Promise<string[]> {
   const text = await readFile(join(fixture, 'README.md'), 'utf8');
   const block = /```\n([\s\S]*?)```/.exec(text)![1];

@@ -3,7 +3,7 @@ import { PageRefList } from './bbolt-page-refs.js';
 import { IntegrityError } from './errors.js';
 
 /*
- * Just enough of bbolt's file format (ETCD-FORMATS.md §2) to read an etcd db page by page without mapping it,
+ * Just enough of bbolt's file format (docs/etcd-formats.md §2) to read an etcd db page by page without mapping it,
  * and to write pages bbolt reads back. Structs are little-endian (every platform we run on); the page size
  * comes from the file, never assumed.
  */

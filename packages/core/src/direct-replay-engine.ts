@@ -21,7 +21,7 @@ import { DEFAULT_REPLAYED_LEASE_TTL } from './replay-events.js';
 /**
  * Writes the revisions straight into a bbolt db — the full snapshot's file, or the db of a member data dir
  * etcd's tool laid out from it — as etcd's mvcc would have stored them, with no etcd running and no round trip
- * per revision (ETCD-FORMATS.md §8). etcd keeps no revision counter:
+ * per revision (docs/etcd-formats.md §7). etcd keeps no revision counter:
  * at start-up it takes the revision from the last row of the `key` bucket, whose keys are revisions, so new
  * revisions only ever go after every existing row.
  *

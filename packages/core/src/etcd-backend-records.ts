@@ -1,7 +1,7 @@
 import type { DeltaEvent } from './delta-format.js';
 
 /*
- * The rows etcd's mvcc writes into bbolt, byte for byte as etcd writes them (ETCD-FORMATS.md §3.2), so that
+ * The rows etcd's mvcc writes into bbolt, byte for byte as etcd writes them (docs/etcd-formats.md §3.2), so that
  * range reads and HashKV cannot tell a row written here from one etcd wrote: proto3 with zero fields left
  * out and fields in ascending order, as gogo marshals them.
  */

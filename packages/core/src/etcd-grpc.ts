@@ -112,7 +112,7 @@ export async function grpcUnary(
 
 /**
  * The auth token for a connection with a user (etcd's Auth/Authenticate), else undefined. The general
- * client's snapshot call drops it (TOOLCHAIN.md); ours sends it with every call.
+ * client's snapshot call drops it (docs/developer.md, Talking to etcd); ours sends it with every call.
  */
 export async function etcdAuthToken(conn: EtcdConnection, endpoint = conn.endpoints[0]): Promise<string | undefined> {
   if (!conn.username) return undefined;

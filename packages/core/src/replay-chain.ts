@@ -205,7 +205,7 @@ async function layOut(
   await runSnapshotRestore(layout.binaries, baseFile, layout.dataDir, layout.member, { signal });
   await rm(baseFile, { force: true });
   const db = join(layout.dataDir, 'member', 'snap', 'db');
-  // etcdctl 3.4 deletes the old members' IDs from the key space (ETCD-FORMATS.md §4.2): a key of that name
+  // etcdctl 3.4 deletes the old members' IDs from the key space (docs/etcd-formats.md §4.2): a key of that name
   // would have taken a revision of its own, and the replayed revisions must follow the full snapshot's.
   const onDisk = await dbFileRevision(db);
   if (onDisk !== revision) {

@@ -5,7 +5,7 @@ export type SnapshotKind = 'Full' | 'Incr';
 /** Compression as a name suffix says it. ebr reads '', '.gz'; '.zst' is ours alone. */
 export type CompressionSuffix = '' | '.gz' | '.Z' | '.zlib' | '.zst';
 
-/** A snapshot object as its name describes it (the store format in DESIGN.md). */
+/** A snapshot object as its name describes it (the store format in docs/concepts.md). */
 export interface SnapshotRef {
   kind: SnapshotKind;
   startRevision: number;

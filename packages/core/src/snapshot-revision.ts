@@ -5,7 +5,7 @@ import { IntegrityError } from './errors.js';
  * snapshot stream carries no revision header, and a revision read before or after the stream may differ
  * from its content; a snapshot named for a revision it does not hold would make the next delta overlap
  * or leave a gap. The revision is what etcd itself computes at start-up: the `main` of the last row in
- * the `key` bucket, raised to the compaction marks in `meta`. (bbolt layout: ../shared/ETCD-FORMATS.md §2–3.)
+ * the `key` bucket, raised to the compaction marks in `meta`. (bbolt layout: docs/etcd-formats.md §2–3.)
  *
  * Memory: one byte and one number per page (page ids come from the meta page, before any other page),
  * plus the largest single node (a leaf spanning overflow pages).
