@@ -68,7 +68,7 @@ describe('etcd-restore on a store written by ebr v0.23 (programs as processes)',
     return { result: JSON.parse(res.stdout), keyspace };
   }
 
-  it('restores exactly the keyspace EXPECTED.md gives, at revision 9', async () => {
+  it('restores exactly the keyspace its README.md gives, at revision 9', async () => {
     const { result, keyspace } = await restoreAndRead(`file://${fixture}`, join(dir, 'latest'));
     expect(result).toMatchObject({
       revision: 9,
