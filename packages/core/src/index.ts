@@ -18,6 +18,8 @@ export * from './etcd-watch.js';
 export * from './event-time.js';
 export * from './fetch-delta.js';
 export * from './fetch-full-snapshot.js';
+export * from './flag-sources.js';
+export * from './flag-values.js';
 export * from './free-port.js';
 export * from './full-snapshot-check.js';
 export * from './go-memory.js';

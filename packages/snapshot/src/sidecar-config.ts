@@ -6,6 +6,7 @@ import {
   type EtcdConnection,
   etcdConnection,
   etcdOptions,
+  flagGiven,
   parseStoreUrl,
   storeOption,
   UsageError,
@@ -132,13 +133,6 @@ export interface SidecarArgs {
 }
 
 export function sidecarConfig(args: SidecarArgs): SidecarConfig {
-  for (const [flag, value] of Object.entries(args)) {
-    // yargs turns a repeated flag into a list; which one was meant cannot be guessed. (`_` holds the command;
-    // camelCase keys are yargs' aliases of the kebab-case flags.)
-    if (Array.isArray(value) && flag !== '_' && !/[A-Z]/.test(flag)) {
-      throw new UsageError(`--${flag} is given more than once; give it once`);
-    }
-  }
   const all = etcdConnection(args);
   const connection = { ...all, endpoints: [all.endpoints[0]] };
   const location = parseStoreUrl(args.store);
@@ -181,7 +175,7 @@ export function sidecarConfig(args: SidecarArgs): SidecarConfig {
 function serverConfig(args: SidecarArgs): SidecarConfig['server'] {
   const port = args['server-port'];
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new UsageError(`--server-port ${port} is not a port number (0-65535)`);
+    throw new UsageError(`${flagGiven(args, 'server-port', port)} is not a port number (0-65535)`);
   }
   const cert = args['server-tls-cert'];
   const key = args['server-tls-key'];
