@@ -1,6 +1,7 @@
 import { cp, mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { startCluster, type TestCluster } from '@etcd-steward/core/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ebrStoreDir } from './fixtures.js';
 import { type ProgramResult, runProgram } from './run-program.js';
 import { tempDir } from './temp-dir.js';
@@ -137,5 +138,35 @@ describe('flags', () => {
     const message = usageError(await runProgram('etcd-restore', [...store, ...peer]));
     expect(message).toMatch(/--initial-advertise-peer-urls "127.0.0.1:47314" must be http\(s\):\/\/host:port/);
     expect(message).not.toMatch(/initial-cluster/);
+  });
+});
+
+describe('etcd TLS files and endpoints (a real etcd)', () => {
+  let cluster: TestCluster;
+  beforeAll(async () => {
+    cluster = await startCluster();
+  });
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+  const save = (args: string[]) =>
+    runProgram('etcd-snapshot', ['save', '--store', `file://${path('tls-store')}`, ...args]);
+
+  it('checks --cacert, --cert and --key before connecting, whatever the scheme', async () => {
+    const endpoint = ['--endpoints', cluster.endpoints[0]];
+    expect(usageError(await save([...endpoint, '--cacert', path('no-ca.pem')]))).toMatch(
+      /--cacert .*no-ca.pem: cannot read the file \(ENOENT\)/,
+    );
+    await writeFile(path('client.pem'), 'not a certificate');
+    expect(usageError(await save([...endpoint, '--cert', path('client.pem')]))).toMatch(/--cert and --key go together/);
+    expect(usageError(await save([...endpoint, '--key', path('client.pem')]))).toMatch(/--cert and --key go together/);
+    await expect(readdir(path('tls-store'))).rejects.toThrow(/ENOENT/);
+  });
+
+  it('takes a bare host:port endpoint as http://host:port, as etcdctl does', async () => {
+    const bare = cluster.endpoints[0].replace(/^http:\/\//, '');
+    const result = await save(['--endpoints', bare, '--output', 'json']);
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout).revision).toBeGreaterThan(0);
   });
 });

@@ -3,7 +3,6 @@ import type { Argv } from 'yargs';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { errorMessage, StewardError, UsageError } from './errors.js';
-import { type EtcdConnection, parseEndpoints } from './etcd-client.js';
 import { resolveFlags } from './flag-sources.js';
 import { createLogger, type Logger } from './logger.js';
 import { storeUrlFromProviderFlags } from './store/provider-flags.js';
@@ -44,23 +43,6 @@ export function programArgs(name: string, argv = hideBin(process.argv)): Argv {
   );
 }
 
-export function etcdOptions<T>(y: Argv<T>) {
-  return y
-    .option('endpoints', {
-      type: 'string',
-      default: 'http://127.0.0.1:2379',
-      describe: 'etcd client URLs, comma-separated',
-    })
-    .option('cacert', { type: 'string', describe: 'CA bundle to verify etcd servers (TLS)' })
-    .option('cert', { type: 'string', describe: 'Client certificate for etcd (TLS)' })
-    .option('key', { type: 'string', describe: 'Client key for etcd (TLS)' })
-    .option('user', { type: 'string', describe: 'etcd user, as NAME or NAME:PASSWORD (etcd auth)' })
-    .option('password', {
-      type: 'string',
-      describe: 'Password for --user; prefer ETCD_STEWARD_PASSWORD (from a Secret) to a flag',
-    });
-}
-
 export function storeOption<T>(y: Argv<T>) {
   return (
     y
@@ -95,15 +77,6 @@ export function storeOption<T>(y: Argv<T>) {
         }
       }, true)
   );
-}
-
-export function etcdConnection(args: {
-  endpoints: string;
-  cacert?: string;
-  cert?: string;
-  key?: string;
-}): EtcdConnection {
-  return { endpoints: parseEndpoints(args.endpoints), cacert: args.cacert, cert: args.cert, key: args.key };
 }
 
 export const tempDirOption = {

@@ -11,6 +11,7 @@ export * from './errors.js';
 export * from './etcd-backend-records.js';
 export * from './etcd-binaries.js';
 export * from './etcd-client.js';
+export * from './etcd-flags.js';
 export * from './etcd-grpc.js';
 export * from './etcd-members.js';
 export * from './etcd-status.js';

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import {
   COMPRESSION_POLICIES,
   type CompressionPolicy,
+  type EtcdArgs,
   type EtcdConnection,
   etcdConnection,
   etcdOptions,
@@ -108,11 +109,7 @@ export function sidecarOptions<T>(y: Argv<T>) {
 }
 
 /** The parsed flags, as sidecarOptions declares them. */
-export interface SidecarArgs {
-  endpoints: string;
-  cacert?: string;
-  cert?: string;
-  key?: string;
+export interface SidecarArgs extends EtcdArgs {
   store: string;
   compression: CompressionPolicy;
   schedule: string;
