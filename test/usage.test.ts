@@ -1,9 +1,11 @@
 import { cp, mkdir, readdir, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { startCluster, type TestCluster } from '@etcd-steward/core/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ebrStoreDir } from './fixtures.js';
-import { type ProgramResult, runProgram } from './run-program.js';
+import { type ProgramResult, runProgram, startProgram } from './run-program.js';
 import { tempDir } from './temp-dir.js';
 
 const path = tempDir('usage-');
@@ -132,13 +134,51 @@ describe('flags', () => {
     expect(usageError(await runProgram('etcd-snapshot', endpoints))).toMatch(/--endpoints is given more than once/);
   });
 
-  it('names the flag the user gave, not one derived from it', async () => {
+  it('a file:// store refuses query options, as the other stores refuse unknown ones', async () => {
+    expect(usageError(await runProgram('etcd-snapshot', ['list', '--store', `file://${path('a')}?regoin=x`]))).toMatch(
+      /unknown option regoin/,
+    );
+  });
+
+  it('names the path that is in the way, and the flag the user gave', async () => {
+    await writeFile(path('afile'), '');
     const store = ['--store', `file://${path('a')}`];
+    expect(usageError(await runProgram('etcd-restore', [...store, '--data-dir', path('afile', 'dd')]))).toMatch(
+      `--data-dir ${path('afile', 'dd')} cannot be created: ${path('afile')} is not a directory`,
+    );
     const peer = ['--data-dir', path('dd'), '--initial-advertise-peer-urls', '127.0.0.1:47314'];
     const message = usageError(await runProgram('etcd-restore', [...store, ...peer]));
     expect(message).toMatch(/--initial-advertise-peer-urls "127.0.0.1:47314" must be http\(s\):\/\/host:port/);
     expect(message).not.toMatch(/initial-cluster/);
   });
+
+  // Refused before anything is made: the store folder is never created.
+  const store = `file://${join(tmpdir(), 'usage-test-no-store')}`;
+  it.each([
+    ['etcd-restore', ['--store', store, '--data-dir', '/proc/etcd/data'], /--data-dir/],
+    ['etcd-snapshot', ['save', '--store', 'file:///proc/etcd-backups'], /--store/],
+    ['etcd-snapshot', ['save', '--store', store, '--temp-dir', '/sys/kernel'], /--temp-dir/],
+  ])(
+    '%s %j: a path under /proc or /sys is refused at once',
+    async (program, args, flag) => {
+      // A program that hangs there (as a mkdir under /proc does) is killed, not left behind.
+      const child = startProgram(program, args);
+      let stderr = '';
+      child.stderr?.on('data', (chunk: Buffer) => {
+        stderr += chunk;
+      });
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      const code = await Promise.race([exited, sleep(10_000).then(() => 'hung' as const)]);
+      if (code === 'hung') {
+        child.kill('SIGKILL');
+        await exited;
+      }
+      const message = usageError({ code: code === 'hung' ? -1 : (code ?? -1), stdout: '', stderr });
+      expect(message).toMatch(flag);
+      expect(message).toMatch(/is under \/(proc|sys), which holds no files/);
+    },
+    20_000,
+  );
 });
 
 describe('etcd TLS files and endpoints (a real etcd)', () => {
@@ -160,6 +200,9 @@ describe('etcd TLS files and endpoints (a real etcd)', () => {
     await writeFile(path('client.pem'), 'not a certificate');
     expect(usageError(await save([...endpoint, '--cert', path('client.pem')]))).toMatch(/--cert and --key go together/);
     expect(usageError(await save([...endpoint, '--key', path('client.pem')]))).toMatch(/--cert and --key go together/);
+    expect(usageError(await save([...endpoint, '--temp-dir', path('no-such-dir')]))).toMatch(
+      /--temp-dir .*no-such-dir does not exist/,
+    );
     await expect(readdir(path('tls-store'))).rejects.toThrow(/ENOENT/);
   });
 

@@ -26,6 +26,7 @@ export * from './full-snapshot-check.js';
 export * from './go-memory.js';
 export * from './keyspace-fingerprint.js';
 export * from './lease-keeper.js';
+export * from './local-path.js';
 export * from './logger.js';
 export * from './lzw-decoder.js';
 export * from './memory-bound.js';

@@ -3,6 +3,8 @@ import { join } from 'node:path';
 import {
   COMPRESSION_POLICIES,
   type CompressionPolicy,
+  checkLocalDir,
+  checkLocalStore,
   type EtcdArgs,
   type EtcdConnection,
   etcdConnection,
@@ -182,6 +184,13 @@ function serverConfig(args: SidecarArgs): SidecarConfig['server'] {
   const tls =
     cert && key ? { cert: readPem(cert, '--server-tls-cert'), key: readPem(key, '--server-tls-key') } : undefined;
   return { host: args['server-host'], port, tls };
+}
+
+/** The directories the sidecar writes in, checked before it touches them. */
+export async function checkSidecarDirs(config: SidecarConfig): Promise<void> {
+  await checkLocalStore(config.storeUrl);
+  await checkLocalDir(config.spoolDir, '--spool-dir');
+  await checkLocalDir(config.tempDir, '--temp-dir');
 }
 
 function positive(value: number, flag: string): number {
