@@ -32,8 +32,8 @@ it.each([
   [['--store', 'ftp://x/y'], /unknown store scheme/],
   [['--store', 'file:///a', '--store', 'file:///b'], /--store is given more than once/],
   [['--spool-max-bytes', '1Mi', '--spool-max-bytes', '2Mi'], /--spool-max-bytes is given more than once/],
-  [['--no-such-flag'], /unknown flag --no-such-flag/],
-  [['--spool_dir', '/tmp/x'], /unknown flag --spool_dir \(did you mean --spool-dir\?\)/],
+  [['--no-such-flag'], /unknown argument --no-such-flag/],
+  [['--spool_dir', '/tmp/x'], /unknown argument --spool_dir \(did you mean --spool-dir\?\)/],
 ])('run %j: a one-line error and exit 2 before any work', async (args, message) => {
   const spool = join(dir, `spool-${(args as string[]).join('').replace(/\W/g, '')}`);
   const store = (args as string[]).includes('--store') ? [] : ['--store', `file://${join(dir, 'store')}`];

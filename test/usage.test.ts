@@ -120,10 +120,10 @@ describe('flags', () => {
 
   it('unknown flags: did you mean, even when a required flag is missing too', async () => {
     expect(usageError(await runProgram('etcd-restore', ['--to-revison', '5', '--data_dir', 'x']))).toMatch(
-      /unknown flag --to-revison \(did you mean --to-revision\?\); unknown flag --data_dir \(did you mean --data-dir\?\)/,
+      /unknown argument --to-revison \(did you mean --to-revision\?\); unknown argument --data_dir \(did you mean --data-dir\?\)/,
     );
     expect(usageError(await runProgram('etcd-snapshot', ['save', '--endpoint', 'http://127.0.0.1:1']))).toMatch(
-      /unknown flag --endpoint \(did you mean --endpoints\?\)/,
+      /unknown argument --endpoint \(did you mean --endpoints\?\)/,
     );
   });
 

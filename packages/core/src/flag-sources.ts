@@ -115,7 +115,7 @@ function scanCommandLine(tokens: readonly string[], types: OptionTypes): Map<str
     if (negated) name = name.slice(3);
     if (!types.names.has(name)) {
       const guess = closestName(written, types.names);
-      problems.push(`unknown flag ${dashes}${written}${guess ? ` (did you mean --${guess}?)` : ''}`);
+      problems.push(`unknown argument ${dashes}${written}${guess ? ` (did you mean --${guess}?)` : ''}`);
       continue;
     }
     if (negated && inline !== undefined) {
