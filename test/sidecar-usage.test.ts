@@ -32,6 +32,8 @@ it.each([
   [['--store', 'ftp://x/y'], /unknown store scheme/],
   [['--store', 'file:///a', '--store', 'file:///b'], /--store is given more than once/],
   [['--spool-max-bytes', '1Mi', '--spool-max-bytes', '2Mi'], /--spool-max-bytes is given more than once/],
+  [['--temp-dir', '/proc/etcd-snapshot-tmp'], /--temp-dir \/proc\/etcd-snapshot-tmp is under \/proc/],
+  [['--store', 'file:///sys/etcd-backups'], /--store \/sys\/etcd-backups is under \/sys/],
   [['--no-such-flag'], /unknown argument --no-such-flag/],
   [['--spool_dir', '/tmp/x'], /unknown argument --spool_dir \(did you mean --spool-dir\?\)/],
 ])('run %j: a one-line error and exit 2 before any work', async (args, message) => {

@@ -1,4 +1,4 @@
-import { accessSync, constants, readFileSync, statSync } from 'node:fs';
+import { access, constants, readFile, stat } from 'node:fs/promises';
 import type { Argv } from 'yargs';
 import { UsageError } from './errors.js';
 import { type EtcdConnection, parseEndpoints } from './etcd-client.js';
@@ -39,25 +39,28 @@ export interface EtcdArgs {
   'password-file'?: string;
 }
 
-/** Checks the etcd flags together (files readable, --cert with --key, one password) before any work. */
-export function etcdConnection(args: EtcdArgs): EtcdConnection {
+/**
+ * Checks the etcd flags together (files readable, --cert with --key, one password) before any work; with async
+ * calls only, so that SIGTERM still stops a program whose file system does not answer.
+ */
+export async function etcdConnection(args: EtcdArgs): Promise<EtcdConnection> {
   const endpoints = parseEndpoints(args.endpoints);
   if ((args.cert === undefined) !== (args.key === undefined)) {
     throw new UsageError('--cert and --key go together: give both for client-certificate auth, or neither');
   }
   for (const flag of ['cacert', 'cert', 'key'] as const) {
-    if (args[flag] !== undefined) checkReadableFile(args[flag], `--${flag}`);
+    if (args[flag] !== undefined) await checkReadableFile(args[flag], `--${flag}`);
   }
-  return { endpoints, cacert: args.cacert, cert: args.cert, key: args.key, ...credentials(args) };
+  return { endpoints, cacert: args.cacert, cert: args.cert, key: args.key, ...(await credentials(args)) };
 }
 
-function credentials(args: EtcdArgs): { username?: string; password?: string } {
+async function credentials(args: EtcdArgs): Promise<{ username?: string; password?: string }> {
   const at = args.user?.indexOf(':') ?? -1;
   const username = at < 0 ? args.user : args.user?.slice(0, at);
   const passwords = [
     at < 0 ? undefined : args.user?.slice(at + 1),
     args.password,
-    args['password-file'] === undefined ? undefined : readPasswordFile(args['password-file']),
+    args['password-file'] === undefined ? undefined : await readPasswordFile(args['password-file']),
   ].filter((p) => p !== undefined);
   if (passwords.length > 1) {
     throw new UsageError(
@@ -68,16 +71,16 @@ function credentials(args: EtcdArgs): { username?: string; password?: string } {
   return username ? { username, password: passwords[0] ?? '' } : {};
 }
 
-function readPasswordFile(path: string): string {
-  checkReadableFile(path, '--password-file');
+async function readPasswordFile(path: string): Promise<string> {
+  await checkReadableFile(path, '--password-file');
   // A file written with echo or an editor ends in a newline that is not part of the password.
-  return readFileSync(path, 'utf8').replace(/\r?\n$/, '');
+  return (await readFile(path, 'utf8')).replace(/\r?\n$/, '');
 }
 
-function checkReadableFile(path: string, flag: string): void {
+async function checkReadableFile(path: string, flag: string): Promise<void> {
   try {
-    accessSync(path, constants.R_OK);
-    if (!statSync(path).isFile()) throw Object.assign(new Error(), { code: 'not a file' });
+    await access(path, constants.R_OK);
+    if (!(await stat(path)).isFile()) throw Object.assign(new Error(), { code: 'not a file' });
   } catch (err) {
     throw new UsageError(
       `${flag} ${path}: cannot read the file (${(err as NodeJS.ErrnoException).code ?? err}); give the path of a readable file`,

@@ -15,7 +15,7 @@ import {
   tempDirOption,
 } from '@etcd-steward/core';
 import { ensureProcessSettings, SIDECAR_SETTINGS } from './process-settings.js';
-import { checkSidecarDirs, type SidecarArgs, sidecarConfig, sidecarOptions } from './sidecar-config.js';
+import { type SidecarArgs, type SidecarConfig, sidecarConfig, sidecarOptions } from './sidecar-config.js';
 import { formatSnapshotTable } from './snapshot-table.js';
 
 await programArgs('etcd-snapshot')
@@ -34,7 +34,7 @@ await programArgs('etcd-snapshot')
         .example('$0 save --endpoints http://127.0.0.1:2379 --store file:///var/backups/etcd', ''),
     (args) =>
       runProgram(args.output, async ({ logger, signal, output }) => {
-        const conn = etcdConnection(args);
+        const conn = await etcdConnection(args);
         await checkLocalStore(args.store);
         await checkLocalDir(args['temp-dir'], '--temp-dir', { mustExist: true });
         const store = await openStore(args.store);
@@ -81,10 +81,9 @@ await programArgs('etcd-snapshot')
         '',
       ),
     async (args) => {
-      let config: ReturnType<typeof sidecarConfig>;
+      let config: SidecarConfig;
       try {
-        config = sidecarConfig(args as unknown as SidecarArgs);
-        await checkSidecarDirs(config);
+        config = await sidecarConfig(args as unknown as SidecarArgs);
       } catch (err) {
         reportUsage(err);
       }
