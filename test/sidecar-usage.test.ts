@@ -34,6 +34,7 @@ it.each([
   [['--spool-max-bytes', '1Mi', '--spool-max-bytes', '2Mi'], /--spool-max-bytes is given more than once/],
   [['--temp-dir', '/proc/etcd-snapshot-tmp'], /--temp-dir \/proc\/etcd-snapshot-tmp is under \/proc/],
   [['--store', 'file:///sys/etcd-backups'], /--store \/sys\/etcd-backups is under \/sys/],
+  [['--store'], /--store needs a value/],
   [['--no-such-flag'], /unknown argument --no-such-flag/],
   [['--spool_dir', '/tmp/x'], /unknown argument --spool_dir \(did you mean --spool-dir\?\)/],
 ])('run %j: a one-line error and exit 2 before any work', async (args, message) => {

@@ -126,8 +126,10 @@ function scanCommandLine(tokens: readonly string[], types: OptionTypes): Map<str
     if (types.booleans.has(name)) {
       // As yargs reads them: only true or false may follow a yes/no flag as a separate word.
       value = inline ?? (/^(true|false)$/.test(tokens[i + 1] ?? '') ? tokens[++i] : 'true');
-    } else {
-      value = inline ?? tokens[++i];
+    } else if (inline !== undefined) {
+      value = inline;
+    } else if (i + 1 < tokens.length && !/^-[^\d]/.test(tokens[i + 1])) {
+      value = tokens[++i];
     }
     if (value === undefined) {
       problems.push(`--${name} needs a value`);
