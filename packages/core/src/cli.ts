@@ -1,11 +1,9 @@
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import type { Argv } from 'yargs';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { errorMessage, StewardError, UsageError } from './errors.js';
-import { type EtcdConnection, parseEndpoints } from './etcd-client.js';
+import { resolveFlags } from './flag-sources.js';
 import { createLogger, type Logger } from './logger.js';
 import { storeUrlFromProviderFlags } from './store/provider-flags.js';
 
@@ -14,45 +12,35 @@ import { storeUrlFromProviderFlags } from './store/provider-flags.js';
  * e.g. ETCD_STEWARD_STORE) > a YAML file given with `--config` > defaults.
  */
 export function programArgs(name: string, argv = hideBin(process.argv)): Argv {
-  return yargs(argv)
-    .scriptName(name)
-    .env('ETCD_STEWARD')
-    .config('config', 'YAML (or JSON) file of settings, keyed by flag name', (path: string) => {
-      try {
-        // Loaded only for a config file: the YAML parser adds ~20 ms to every program's start.
-        const { parse } = createRequire(import.meta.url)('yaml') as typeof import('yaml');
-        return (parse(readFileSync(path, 'utf8')) ?? {}) as Record<string, unknown>;
-      } catch (err) {
-        throw new UsageError(`--config ${path}: ${errorMessage(err)}`);
-      }
-    })
-    .option('output', {
-      choices: ['text', 'json'] as const,
-      default: 'text' as const,
-      describe: 'Result format on stdout; logs go to stderr (JSON lines when not a terminal)',
-    })
-    .strict()
-    .wrap(Math.min(120, process.stdout.columns || 100))
-    .fail((msg, err) => reportUsage(err ?? new UsageError(`${msg} (see --help)`)))
-    .help()
-    .version(false);
-}
-
-export function etcdOptions<T>(y: Argv<T>) {
-  return y
-    .option('endpoints', {
-      type: 'string',
-      default: 'http://127.0.0.1:2379',
-      describe: 'etcd client URLs, comma-separated',
-    })
-    .option('cacert', { type: 'string', describe: 'CA bundle to verify etcd servers (TLS)' })
-    .option('cert', { type: 'string', describe: 'Client certificate for etcd (TLS)' })
-    .option('key', { type: 'string', describe: 'Client key for etcd (TLS)' })
-    .option('user', { type: 'string', describe: 'etcd user, as NAME or NAME:PASSWORD (etcd auth)' })
-    .option('password', {
-      type: 'string',
-      describe: 'Password for --user; prefer ETCD_STEWARD_PASSWORD (from a Secret) to a flag',
-    });
+  return (
+    yargs(argv)
+      .scriptName(name)
+      .option('config', {
+        type: 'string',
+        describe: 'YAML (or JSON) file of settings: a flat map of flag names to values',
+      })
+      .option('output', {
+        choices: ['text', 'json'] as const,
+        default: 'text' as const,
+        describe: 'Result format on stdout; logs go to stderr (JSON lines when not a terminal)',
+      })
+      // yargs passes itself to middleware, though its types do not say so.
+      .middleware(
+        (async (args: Record<string, unknown>, y: Argv) => {
+          try {
+            await resolveFlags(args, y, argv);
+          } catch (err) {
+            reportUsage(err); // yargs does not route middleware errors to .fail()
+          }
+        }) as unknown as (args: Record<string, unknown>) => void,
+        true,
+      )
+      .strict()
+      .wrap(Math.min(120, process.stdout.columns || 100))
+      .fail((msg, err) => reportUsage(err ?? new UsageError(`${msg} (see --help)`)))
+      .help()
+      .version(false)
+  );
 }
 
 export function storeOption<T>(y: Argv<T>) {
@@ -89,15 +77,6 @@ export function storeOption<T>(y: Argv<T>) {
         }
       }, true)
   );
-}
-
-export function etcdConnection(args: {
-  endpoints: string;
-  cacert?: string;
-  cert?: string;
-  key?: string;
-}): EtcdConnection {
-  return { endpoints: parseEndpoints(args.endpoints), cacert: args.cacert, cert: args.cert, key: args.key };
 }
 
 export const tempDirOption = {
@@ -143,10 +122,10 @@ export async function runProgram(
   process.exit(code);
 }
 
-/** For `.parseAsync()` failures (unknown flag, missing option): usage errors before any work. */
+/** For `.parseAsync()` failures (unknown flag, missing option): usage errors before any work, logged as any error. */
 export function reportUsage(err: unknown): never {
   const code = err instanceof StewardError ? err.exitCode : 2;
   // One line, always: yargs spreads some messages (invalid choices) over several.
-  process.stderr.write(`error: ${errorMessage(err).replace(/\s*\n\s*/g, ' ')}\n`);
+  createLogger().error(errorMessage(err).replace(/\s*\n\s*/g, ' '));
   process.exit(code);
 }

@@ -16,11 +16,13 @@ export interface EtcdConnection {
   password?: string;
 }
 
+/** `--endpoints` as etcdctl takes it: URLs, or bare host:port meaning http://host:port. */
 export function parseEndpoints(raw: string | string[]): string[] {
   const list = (Array.isArray(raw) ? raw : [raw])
     .flatMap((s) => s.split(','))
     .map((s) => s.trim())
-    .filter(Boolean);
+    .filter(Boolean)
+    .map((s) => (/^[a-z][a-z0-9+.-]*:\/\//i.test(s) ? s : `http://${s}`));
   if (list.length === 0)
     throw new UsageError('--endpoints is empty: give etcd client URLs, e.g. http://127.0.0.1:2379');
   for (const endpoint of list) {
@@ -29,7 +31,7 @@ export function parseEndpoints(raw: string | string[]): string[] {
       url = new URL(endpoint);
     } catch {
       throw new UsageError(
-        `--endpoints: "${endpoint}" is not a URL; write it as http://host:port or https://host:port`,
+        `--endpoints: "${endpoint}" is not a URL; write it as host:port, http://host:port or https://host:port`,
       );
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:') {

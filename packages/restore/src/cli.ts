@@ -1,4 +1,12 @@
-import { openStore, programArgs, reportUsage, runProgram, storeOption } from '@etcd-steward/core';
+import {
+  checkLocalDir,
+  checkLocalStore,
+  openStore,
+  programArgs,
+  reportUsage,
+  runProgram,
+  storeOption,
+} from '@etcd-steward/core';
 import { REPLAY_METHODS } from './replay-method.js';
 import { restore } from './restore.js';
 import { describePlan, formatPlan, planRestore } from './restore-plan.js';
@@ -86,6 +94,8 @@ await programArgs('etcd-restore')
     (args) =>
       runProgram(args.output, async ({ logger, signal, output }) => {
         const settings = restoreSettings(args);
+        await checkLocalStore(args.store);
+        await checkLocalDir(settings.dataDir, '--data-dir');
         if (args['dry-run']) {
           const plan = await planRestore(await openStore(args.store), settings);
           process.stdout.write(output === 'json' ? `${JSON.stringify(describePlan(plan))}\n` : formatPlan(plan));

@@ -1,6 +1,14 @@
-import { clusterMembers, DEFAULT_REPLAYED_LEASE_TTL, parseRfc3339Nanos, UsageError } from '@etcd-steward/core';
+import {
+  clusterMembers,
+  DEFAULT_REPLAYED_LEASE_TTL,
+  flagGiven,
+  parseRfc3339Nanos,
+  UsageError,
+} from '@etcd-steward/core';
 import type { ReplayMethod } from './replay-method.js';
 import type { RestoreOptions } from './restore.js';
+
+const PEER_URL = /^https?:\/\/[^/\s]+/;
 
 /** The command line as yargs parsed it (only what restore reads). */
 export interface RestoreArgs {
@@ -27,7 +35,7 @@ export function restoreSettings(args: RestoreArgs): Omit<RestoreOptions, 'store'
   if (!args['data-dir'].trim()) throw new UsageError('--data-dir is empty: name the data dir to restore into');
   const toRevision = args['to-revision'];
   if (toRevision !== undefined && (!Number.isSafeInteger(toRevision) || toRevision < 1)) {
-    throw new UsageError(`--to-revision ${toRevision} is not a revision: give a whole number ≥ 1`);
+    throw new UsageError(`${flagGiven(args, 'to-revision', toRevision)} is not a revision: give a whole number ≥ 1`);
   }
   let toTime: Date | undefined;
   let toTimeNanos: bigint | undefined;
@@ -42,15 +50,24 @@ export function restoreSettings(args: RestoreArgs): Omit<RestoreOptions, 'store'
   }
   const count = (flag: string, value: number, min: number, max: number) => {
     if (!Number.isSafeInteger(value) || value < min || value > max) {
-      throw new UsageError(`--${flag} ${value} must be a whole number from ${min} to ${max}`);
+      throw new UsageError(`${flagGiven(args, flag, value)} must be a whole number from ${min} to ${max}`);
     }
     return value;
   };
   const name = args.name;
-  const initialCluster = args['initial-cluster'] ?? `${name}=${args['initial-advertise-peer-urls']}`;
+  if (!name.trim()) throw new UsageError('--name is empty: give the member name, as etcd --name');
+  const peerUrls = args['initial-advertise-peer-urls'];
+  if (peerUrls.split(',').some((url) => !PEER_URL.test(url.trim()))) {
+    throw new UsageError(
+      `${flagGiven(args, 'initial-advertise-peer-urls', peerUrls)} must be http(s)://host:port[,...], as etcd takes it`,
+    );
+  }
+  const initialCluster = args['initial-cluster'] ?? `${name}=${peerUrls}`;
   const members = clusterMembers(initialCluster);
-  if (members.length === 0 || members.some((m) => !m.name || !/^https?:\/\//.test(m.url))) {
-    throw new UsageError(`--initial-cluster "${initialCluster}" must be name=http(s)://host:port,... as etcd takes it`);
+  if (members.length === 0 || members.some((m) => !m.name || !PEER_URL.test(m.url))) {
+    throw new UsageError(
+      `${flagGiven(args, 'initial-cluster', initialCluster)} must be name=http(s)://host:port,... as etcd takes it`,
+    );
   }
   if (!members.some((m) => m.name === name)) {
     throw new UsageError(`--initial-cluster does not name this member (--name ${name}): add ${name}=<its peer URL>`);

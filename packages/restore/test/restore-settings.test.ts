@@ -34,15 +34,20 @@ describe('restoreSettings', () => {
   });
 
   it.each([
-    [{ 'to-revision': 0 }, /--to-revision 0/],
+    [{ 'to-revision': 0 }, /--to-revision "0" is not a revision/],
     [{ 'to-revision': 1.5 }, /--to-revision/],
     [{ 'to-time': 'yesterday' }, /not an RFC 3339 time/],
     [{ 'to-time': '2026-01-01T00:00:00Z', 'to-revision': 5 }, /give one/],
-    [{ 'max-fetchers': 0 }, /--max-fetchers 0 must be a whole number from 1 to 64/],
+    [{ 'max-fetchers': 0 }, /--max-fetchers "0" must be a whole number from 1 to 64/],
     [{ 'max-request-bytes': 10 }, /--max-request-bytes/],
     [{ 'initial-cluster': 'etcd-1=http://etcd-1:2380' }, /does not name this member/],
     [{ 'initial-cluster': 'etcd-0' }, /name=http/],
     [{ 'data-dir': ' ' }, /--data-dir is empty/],
+    [
+      { 'initial-advertise-peer-urls': '127.0.0.1:2380' },
+      /--initial-advertise-peer-urls "127.0.0.1:2380" must be http/,
+    ],
+    [{ name: '' }, /--name is empty/],
   ] as Array<[Partial<RestoreArgs>, RegExp]>)('refuses %o', (change, message) => {
     expect(() => restoreSettings({ ...base, ...change })).toThrow(UsageError);
     expect(() => restoreSettings({ ...base, ...change })).toThrow(message);

@@ -1,6 +1,8 @@
 import {
   COMPRESSION_POLICIES,
   type CompressionPolicy,
+  checkLocalDir,
+  checkLocalStore,
   etcdConnection,
   etcdOptions,
   listSnapshots,
@@ -13,7 +15,7 @@ import {
   tempDirOption,
 } from '@etcd-steward/core';
 import { ensureProcessSettings, SIDECAR_SETTINGS } from './process-settings.js';
-import { type SidecarArgs, sidecarConfig, sidecarOptions } from './sidecar-config.js';
+import { type SidecarArgs, type SidecarConfig, sidecarConfig, sidecarOptions } from './sidecar-config.js';
 import { formatSnapshotTable } from './snapshot-table.js';
 
 await programArgs('etcd-snapshot')
@@ -32,7 +34,9 @@ await programArgs('etcd-snapshot')
         .example('$0 save --endpoints http://127.0.0.1:2379 --store file:///var/backups/etcd', ''),
     (args) =>
       runProgram(args.output, async ({ logger, signal, output }) => {
-        const conn = etcdConnection(args);
+        const conn = await etcdConnection(args);
+        await checkLocalStore(args.store);
+        await checkLocalDir(args['temp-dir'], '--temp-dir', { mustExist: true });
         const store = await openStore(args.store);
         const saved = await takeFullSnapshot({
           connection: conn,
@@ -63,6 +67,7 @@ await programArgs('etcd-snapshot')
     (y) => storeOption(y),
     (args) =>
       runProgram(args.output, async ({ output }) => {
+        await checkLocalStore(args.store);
         const entries = await listSnapshots(await openStore(args.store));
         process.stdout.write(output === 'json' ? `${JSON.stringify(entries)}\n` : formatSnapshotTable(entries));
       }),
@@ -75,10 +80,10 @@ await programArgs('etcd-snapshot')
         '$0 run --endpoints http://127.0.0.1:2379 --store s3://backups/etcd-main --spool-dir /var/lib/etcd-snapshot/spool',
         '',
       ),
-    (args) => {
-      let config: ReturnType<typeof sidecarConfig>;
+    async (args) => {
+      let config: SidecarConfig;
       try {
-        config = sidecarConfig(args as unknown as SidecarArgs);
+        config = await sidecarConfig(args as unknown as SidecarArgs);
       } catch (err) {
         reportUsage(err);
       }

@@ -1,3 +1,5 @@
+import { withoutPassword } from '@etcd-steward/core';
+
 /** Node flags and environment variables a program runs with. */
 export interface ProcessSettings {
   nodeFlags: readonly string[];
@@ -21,17 +23,22 @@ export const SIDECAR_SETTINGS: ProcessSettings = {
 /**
  * Runs this program again in the same process (execve: same PID, arguments and environment) with the settings it
  * lacks, since V8 and malloc read them only at start-up. What the user set wins: a flag on node's command line or in
- * NODE_OPTIONS, a variable in the environment. Returns when nothing is missing, or when this Node cannot replace its
- * process (the program then runs with the defaults).
+ * NODE_OPTIONS, a variable in the environment. An etcd password on the command line moves to ETCD_STEWARD_PASSWORD
+ * on the way (and is itself a reason to start again): every user of the machine can read a process's arguments,
+ * not its environment. Returns when there is nothing to do, or when this Node cannot replace its process (the
+ * program then runs with the defaults).
  */
 export function ensureProcessSettings({ nodeFlags, env }: ProcessSettings): void {
   const name = (flag: string) => flag.split('=')[0].replaceAll('_', '-');
   const given = new Set([...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].map(name));
   const flags = nodeFlags.filter((flag) => !given.has(name(flag)));
   const vars = Object.entries(env).filter(([variable]) => process.env[variable] === undefined);
-  if ((flags.length === 0 && vars.length === 0) || !process.execve) return;
-  process.execve(process.execPath, [process.execPath, ...flags, ...process.execArgv, ...process.argv.slice(1)], {
+  const [script, ...args] = process.argv.slice(1);
+  const { argv, password } = withoutPassword(args);
+  if ((flags.length === 0 && vars.length === 0 && password === undefined) || !process.execve) return;
+  process.execve(process.execPath, [process.execPath, ...flags, ...process.execArgv, script, ...argv], {
     ...process.env,
     ...Object.fromEntries(vars),
+    ...(password === undefined ? {} : { ETCD_STEWARD_PASSWORD: password }),
   });
 }

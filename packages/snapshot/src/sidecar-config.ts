@@ -1,11 +1,15 @@
-import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   COMPRESSION_POLICIES,
   type CompressionPolicy,
+  checkLocalDir,
+  checkLocalStore,
+  type EtcdArgs,
   type EtcdConnection,
   etcdConnection,
   etcdOptions,
+  flagGiven,
   parseStoreUrl,
   storeOption,
   UsageError,
@@ -107,11 +111,7 @@ export function sidecarOptions<T>(y: Argv<T>) {
 }
 
 /** The parsed flags, as sidecarOptions declares them. */
-export interface SidecarArgs {
-  endpoints: string;
-  cacert?: string;
-  cert?: string;
-  key?: string;
+export interface SidecarArgs extends EtcdArgs {
   store: string;
   compression: CompressionPolicy;
   schedule: string;
@@ -131,15 +131,8 @@ export interface SidecarArgs {
   'server-tls-key'?: string;
 }
 
-export function sidecarConfig(args: SidecarArgs): SidecarConfig {
-  for (const [flag, value] of Object.entries(args)) {
-    // yargs turns a repeated flag into a list; which one was meant cannot be guessed. (`_` holds the command;
-    // camelCase keys are yargs' aliases of the kebab-case flags.)
-    if (Array.isArray(value) && flag !== '_' && !/[A-Z]/.test(flag)) {
-      throw new UsageError(`--${flag} is given more than once; give it once`);
-    }
-  }
-  const all = etcdConnection(args);
+export async function sidecarConfig(args: SidecarArgs): Promise<SidecarConfig> {
+  const all = await etcdConnection(args);
   const connection = { ...all, endpoints: [all.endpoints[0]] };
   const location = parseStoreUrl(args.store);
   const deltaUploadTimeoutMs = positive(
@@ -155,6 +148,11 @@ export function sidecarConfig(args: SidecarArgs): SidecarConfig {
     throw new UsageError('--delta-snapshot-period must be at least 1s (or 0 to switch delta snapshots off), as in ebr');
   }
   const spoolDir = args['spool-dir'];
+  const tempDir = args['temp-dir'] ?? join(spoolDir, 'tmp');
+  // Before the sidecar touches them (a mkdir under /proc never returns).
+  await checkLocalStore(args.store);
+  await checkLocalDir(spoolDir, '--spool-dir');
+  await checkLocalDir(tempDir, '--temp-dir');
   return {
     connection,
     storeUrl: args.store,
@@ -169,19 +167,19 @@ export function sidecarConfig(args: SidecarArgs): SidecarConfig {
     deltaUploadTimeoutMs,
     spoolDir,
     spoolMaxBytes: positive(parseByteSize(args['spool-max-bytes'], 'spool-max-bytes'), 'spool-max-bytes'),
-    tempDir: args['temp-dir'] ?? join(spoolDir, 'tmp'),
+    tempDir,
     finalSnapshot: args['final-snapshot'],
     reelectionPeriodMs,
     handoverDelayMs: deltaUploadTimeoutMs + reelectionPeriodMs + LEADER_STEP_DOWN_MS,
     snapshotter: args.snapshotter,
-    server: args.server ? serverConfig(args) : undefined,
+    server: args.server ? await serverConfig(args) : undefined,
   };
 }
 
-function serverConfig(args: SidecarArgs): SidecarConfig['server'] {
+async function serverConfig(args: SidecarArgs): Promise<SidecarConfig['server']> {
   const port = args['server-port'];
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new UsageError(`--server-port ${port} is not a port number (0-65535)`);
+    throw new UsageError(`${flagGiven(args, 'server-port', port)} is not a port number (0-65535)`);
   }
   const cert = args['server-tls-cert'];
   const key = args['server-tls-key'];
@@ -189,7 +187,9 @@ function serverConfig(args: SidecarArgs): SidecarConfig['server'] {
     throw new UsageError('--server-tls-cert and --server-tls-key go together: give both for HTTPS, or neither');
   }
   const tls =
-    cert && key ? { cert: readPem(cert, '--server-tls-cert'), key: readPem(key, '--server-tls-key') } : undefined;
+    cert && key
+      ? { cert: await readPem(cert, '--server-tls-cert'), key: await readPem(key, '--server-tls-key') }
+      : undefined;
   return { host: args['server-host'], port, tls };
 }
 
@@ -198,9 +198,9 @@ function positive(value: number, flag: string): number {
   return value;
 }
 
-function readPem(path: string, flag: string): Buffer {
+async function readPem(path: string, flag: string): Promise<Buffer> {
   try {
-    return readFileSync(path);
+    return await readFile(path);
   } catch (err) {
     throw new UsageError(`${flag} ${path}: cannot read the file (${(err as NodeJS.ErrnoException).code ?? err})`);
   }

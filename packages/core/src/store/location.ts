@@ -65,7 +65,9 @@ export function parseStoreUrl(raw: string): StoreLocation {
     if (url.host && url.host !== 'localhost') {
       throw new UsageError(`--store "${raw}": a file:// URL needs an absolute path, e.g. file:///var/backups/etcd`);
     }
-    return { scheme, container: decodeURIComponent(url.pathname), prefix: '', url };
+    const location = { scheme, container: decodeURIComponent(url.pathname), prefix: '', url };
+    new QueryOptions(location).allowOnly([]);
+    return location;
   }
   if (!url.host) {
     throw new UsageError(`--store "${redact(url)}" names no bucket or container: use ${scheme}://NAME/prefix`);

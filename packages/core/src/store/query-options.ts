@@ -1,5 +1,9 @@
 import { UsageError } from '../errors.js';
+import { parseBoolean } from '../flag-values.js';
 import { redact, type StoreLocation } from './location.js';
+
+// Store configs (s3, azure) read their yes/no settings with the same rules as flags.
+export { parseBoolean };
 
 /**
  * Typed access to a store URL's query parameters (`s3://bucket/prefix?region=eu-west-1&partSize=16MiB`).
@@ -19,7 +23,7 @@ export class QueryOptions {
     const unknown = [...this.params.keys()].filter((k) => !known.includes(k));
     if (unknown.length > 0) {
       throw new UsageError(
-        `${this.where}: unknown option${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; known: ${known.join(', ')}`,
+        `${this.where}: unknown option${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; ${known.length ? `known: ${known.join(', ')}` : 'this kind of store takes none'}`,
       );
     }
     return this;
@@ -33,7 +37,7 @@ export class QueryOptions {
   boolean(name: string): boolean | undefined {
     const value = this.string(name);
     if (value === undefined) return undefined;
-    return parseBoolean(value, `${this.where}: option ${name}`);
+    return parseBoolean(value, `${this.where}: option ${name}=${value}`);
   }
 
   /** A count, e.g. partsInFlight=4. */
@@ -76,10 +80,4 @@ export class QueryOptions {
     if (!found) throw new UsageError(`${this.where}: option ${name}=${value} must be one of ${choices.join(', ')}`);
     return found;
   }
-}
-
-export function parseBoolean(value: string, what: string): boolean {
-  if (/^(true|1|yes)$/i.test(value.trim())) return true;
-  if (/^(false|0|no)$/i.test(value.trim())) return false;
-  throw new UsageError(`${what}: "${value}" is not true or false`);
 }
