@@ -6,6 +6,7 @@ import { errorMessage, type Logger, OperationError } from '@etcd-steward/core';
 import type { Registry } from 'prom-client';
 import type { Component, ComponentContext, Route, RouteResponse } from './components.js';
 import { NotLeaderError } from './fenced-store.js';
+import { RETRY_AFTER } from './leader-forward.js';
 
 export interface HttpServerOptions {
   host: string;
@@ -97,7 +98,9 @@ export class HttpServer implements Component {
     } catch (err) {
       const notLeader = err instanceof NotLeaderError;
       if (!notLeader) this.logger.warn('request failed', { path: req.url?.split('?')[0], reason: errorMessage(err) });
-      answer = { status: notLeader ? 503 : 500, body: { error: errorMessage(err) } };
+      answer = notLeader
+        ? { status: 503, body: { error: errorMessage(err), leader: null }, headers: RETRY_AFTER }
+        : { status: 500, body: { error: errorMessage(err) } };
     }
     if (res.destroyed) return;
     const { body } = answer;

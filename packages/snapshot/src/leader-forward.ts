@@ -8,6 +8,8 @@ import type { Leadership } from './leadership.js';
 const FORWARDED = 'x-etcd-steward-forwarded';
 const TIMEOUT_MS = 30 * 60_000;
 const MAX_BODY = 1 << 20;
+/** A 503 while no sidecar can take the request says when to ask again: about one leadership check later. */
+export const RETRY_AFTER = { 'retry-after': '5' };
 
 export interface LeaderForwardOptions {
   /** Every sidecar listens on the same port (ebr's assumption too). */
@@ -31,7 +33,8 @@ export class LeaderForward {
     const leader = await this.leaderUrl().catch(() => undefined);
     const notLeader = (why: string): RouteResponse => ({
       status: 503,
-      body: { error: `this sidecar does not take snapshots: ${why}`, ...(leader ? { leader } : {}) },
+      body: { error: `this sidecar does not take snapshots: ${why}`, leader: leader ?? null },
+      headers: RETRY_AFTER,
     });
     if (!leader) return notLeader('the etcd leader is not known right now; try again');
     if (request.headers[FORWARDED]) return notLeader('it is not the leader either; ask the leader directly');

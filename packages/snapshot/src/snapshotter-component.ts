@@ -47,7 +47,8 @@ export class SnapshotterComponent implements Component {
   private waiting?: AbortController;
   private unsubscribe?: () => void;
   private stopping = false;
-  private readonly state = { lastFullFailed: false };
+  /** Nothing is known of the store until a term has looked: until then a full snapshot counts as owed. */
+  private readonly state = { lastFullFailed: false, fullRequired: true };
   private readonly store: SnapStore;
   private readonly logger: Logger;
 
@@ -62,9 +63,10 @@ export class SnapshotterComponent implements Component {
       spoolBytes: () => options.spool.bytes,
       bufferedBytes: () => 0,
       watchLagRevisions: () => undefined,
-      fullRequired: () => this.state.lastFullFailed,
       deltaRequired: () => options.spool.depth > 0,
       ...this.term?.gauges(),
+      // The leader's sidecar owes the snapshots; a follower owes none.
+      fullRequired: () => options.leadership.role !== 'follower' && this.state.fullRequired,
     }));
     this.routes = snapshotRoutes(this, options.forward, options.store, options.storePrefix);
   }
