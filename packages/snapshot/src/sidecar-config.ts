@@ -13,6 +13,7 @@ import {
 import type { Argv } from 'yargs';
 import { parseByteSize, parseDuration } from './flag-values.js';
 import { FullSchedule } from './full-schedule.js';
+import { scratchDir } from './scratch-dir.js';
 
 /** Everything `etcd-snapshot run` needs, checked: building it is where bad input stops the program (exit 2). */
 export interface SidecarConfig {
@@ -29,6 +30,7 @@ export interface SidecarConfig {
   deltaUploadTimeoutMs: number;
   spoolDir: string;
   spoolMaxBytes: number;
+  /** The sidecar's own folder inside --temp-dir, cleared at start and at stop (scratch-dir.ts). */
   tempDir: string;
   finalSnapshot: boolean;
   reelectionPeriodMs: number;
@@ -82,7 +84,8 @@ export function sidecarOptions<T>(y: Argv<T>) {
     })
     .option('temp-dir', {
       type: 'string',
-      describe: 'Scratch space for full snapshots on their way to the store [default: <spool-dir>/tmp]',
+      describe:
+        'Scratch space for full snapshots on their way to the store; the sidecar uses (and clears) only a folder of its own in it [default: <spool-dir>/tmp]',
     })
     .option('final-snapshot', {
       type: 'boolean',
@@ -169,7 +172,7 @@ export function sidecarConfig(args: SidecarArgs): SidecarConfig {
     deltaUploadTimeoutMs,
     spoolDir,
     spoolMaxBytes: positive(parseByteSize(args['spool-max-bytes'], 'spool-max-bytes'), 'spool-max-bytes'),
-    tempDir: args['temp-dir'] ?? join(spoolDir, 'tmp'),
+    tempDir: scratchDir(args['temp-dir'] ?? join(spoolDir, 'tmp'), spoolDir),
     finalSnapshot: args['final-snapshot'],
     reelectionPeriodMs,
     handoverDelayMs: deltaUploadTimeoutMs + reelectionPeriodMs + LEADER_STEP_DOWN_MS,

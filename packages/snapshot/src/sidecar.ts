@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { type Logger, openStore } from '@etcd-steward/core';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { type Component, type ComponentContext, startAll, stopAll } from './components.js';
@@ -8,6 +8,7 @@ import { HttpServer } from './http-server.js';
 import { delegatedInitializer, Initialization } from './initialization.js';
 import { LeaderForward } from './leader-forward.js';
 import { Leadership } from './leadership.js';
+import { clearScratchDir } from './scratch-dir.js';
 import type { SidecarConfig } from './sidecar-config.js';
 import { SnapshotterComponent } from './snapshotter-component.js';
 import { Spool } from './spool.js';
@@ -27,9 +28,7 @@ export async function runSidecar(config: SidecarConfig, { logger, signal }: { lo
   const context: ComponentContext = { registry, logger };
   const store = await openStore(config.storeUrl);
   const spool = await Spool.open(config.spoolDir, config.spoolMaxBytes);
-  // The sidecar owns its scratch space: what a killed predecessor left there is of no use.
-  await rm(config.tempDir, { recursive: true, force: true });
-  await mkdir(config.tempDir, { recursive: true });
+  await clearScratchDir(config.tempDir);
 
   const leadership = new Leadership(
     { connection: config.connection, periodMs: config.reelectionPeriodMs, timeoutMs: STATUS_TIMEOUT_MS },
@@ -79,5 +78,6 @@ export async function runSidecar(config: SidecarConfig, { logger, signal }: { lo
     await stopAll(components, logger);
     spool.close();
     await store.close?.();
+    await rm(config.tempDir, { recursive: true, force: true });
   }
 }
