@@ -37,6 +37,8 @@ export interface SidecarConfig {
   /** A new leader waits this long before it writes: the old leader's last upload has ended by then. */
   handoverDelayMs: number;
   snapshotter: boolean;
+  /** A new leader aborts multipart uploads begun longer ago than this (what killed writers left). */
+  incompleteUploadMaxAgeMs: number;
   /** Undefined with --no-server. */
   server?: { host: string; port: number; tls?: { cert: Buffer; key: Buffer } };
 }
@@ -97,6 +99,12 @@ export function sidecarOptions<T>(y: Argv<T>) {
       default: '5s',
       describe: "How often to ask etcd whether this sidecar's member leads (only the leader's sidecar snapshots)",
     })
+    .option('incomplete-upload-max-age', {
+      type: 'string',
+      default: '24h',
+      describe:
+        'On becoming leader, abort the multipart uploads (S3) begun longer ago than this: what killed writers left',
+    })
     .option('snapshotter', {
       type: 'boolean',
       default: true,
@@ -126,6 +134,7 @@ export interface SidecarArgs {
   'temp-dir'?: string;
   'final-snapshot': boolean;
   'reelection-period': string;
+  'incomplete-upload-max-age': string;
   snapshotter: boolean;
   server: boolean;
   'server-host': string;
@@ -177,6 +186,7 @@ export function sidecarConfig(args: SidecarArgs): SidecarConfig {
     reelectionPeriodMs,
     handoverDelayMs: deltaUploadTimeoutMs + reelectionPeriodMs + LEADER_STEP_DOWN_MS,
     snapshotter: args.snapshotter,
+    incompleteUploadMaxAgeMs: parseDuration(args['incomplete-upload-max-age'], 'incomplete-upload-max-age'),
     server: args.server ? serverConfig(args) : undefined,
   };
 }

@@ -59,6 +59,7 @@ export async function runSidecar(config: SidecarConfig, { logger, signal }: { lo
           catchUpMs: CATCH_UP_MS,
           forward,
           storePrefix: config.storePrefix,
+          incompleteUploadMaxAgeMs: config.incompleteUploadMaxAgeMs,
         },
         context,
       ),

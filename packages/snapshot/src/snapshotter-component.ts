@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
+  cleanupIncompleteUploads,
   errorMessage,
   type Logger,
   type SavedFullSnapshot,
@@ -28,6 +29,8 @@ export interface SnapshotterComponentOptions
   forward: LeaderForward;
   /** The store's prefix inside its bucket, as ebr's JSON shows it. */
   storePrefix: string;
+  /** On becoming leader, multipart uploads begun longer ago than this are aborted. */
+  incompleteUploadMaxAgeMs: number;
 }
 
 const RETRY_MS = 1_000;
@@ -137,6 +140,8 @@ export class SnapshotterComponent implements Component {
         });
         await sleep(this.options.handoverDelayMs, undefined, { signal: waiting.signal });
       }
+      // Before this term's own first upload: what is incomplete now was left by a writer that stopped.
+      await this.abortIncompleteUploads();
       for (let retryMs = RETRY_MS; !waiting.signal.aborted; retryMs = Math.min(retryMs * 2, MAX_RETRY_MS)) {
         const term = new Snapshotter({
           ...this.options,
@@ -172,6 +177,21 @@ export class SnapshotterComponent implements Component {
     this.term = undefined;
     this.logger.info('not leading: stopping snapshots; the leader takes them');
     await term.stop();
+  }
+
+  /**
+   * Best effort: aborts the multipart uploads (S3) that writers killed mid-upload left, whose parts are billed
+   * but never seen. A failure is logged and the term goes on; the next term tries again.
+   */
+  private async abortIncompleteUploads(): Promise<void> {
+    try {
+      const aborted = await cleanupIncompleteUploads(this.options.store, this.options.incompleteUploadMaxAgeMs);
+      if (aborted) this.logger.info('aborted incomplete uploads that stopped writers left in the store', { aborted });
+    } catch (err) {
+      this.logger.warn('cannot abort incomplete uploads in the store; trying again at the next leadership', {
+        reason: errorMessage(err),
+      });
+    }
   }
 
   /** In a cluster of one there is no other sidecar whose uploads could still be in flight. */
