@@ -80,5 +80,6 @@ export async function runSidecar(config: SidecarConfig, { logger, signal }: { lo
     spool.close();
     await store.close?.();
     await rm(config.tempDir, { recursive: true, force: true });
+    logger.info('stopped');
   }
 }

@@ -201,6 +201,7 @@ export class Snapshotter {
    */
   private async watchLoop(): Promise<void> {
     let retryMs = RETRY_MS;
+    let broken = false;
     while (!this.term.signal.aborted) {
       const control = new AbortController();
       this.watchControl = control;
@@ -210,6 +211,8 @@ export class Snapshotter {
           // A batch that arrives after a rewatch belongs to a chain position that no longer exists.
           if (signal.aborted) break;
           retryMs = RETRY_MS;
+          if (broken) this.logger.info('the watch is back', { revision: batch.revision });
+          broken = false;
           this.watchedRevision = batch.revision;
           if (batch.events.length > 0) await this.local.run(() => this.write(batch.events, signal));
           while ((this.open?.bytes ?? 0) >= this.options.memoryLimit && !signal.aborted) {
@@ -226,10 +229,13 @@ export class Snapshotter {
           continue;
         }
         this.options.metrics.failures.inc({ error: 'etcd' });
-        this.logger.warn('the watch broke off; resuming', {
-          fromRevision: this.resumeRevision(),
-          reason: errorMessage(err),
-        });
+        if (!broken) {
+          this.logger.warn('the watch broke off; resuming with backoff', {
+            fromRevision: this.resumeRevision(),
+            reason: errorMessage(err),
+          });
+        }
+        broken = true;
         await sleep(retryMs, undefined, { signal: this.term.signal }).catch(() => {});
         retryMs = Math.min(retryMs * 2, MAX_RETRY_MS);
       }
@@ -388,6 +394,12 @@ export class Snapshotter {
         throw err;
       }
       await spool.remove(delta);
+      this.logger.info('delta snapshot saved', {
+        name: delta.name,
+        startRevision: delta.startRevision,
+        lastRevision: delta.lastRevision,
+        storedBytes: delta.bytes,
+      });
       const createdAt = parseSnapshotName(delta.name)?.createdAt ?? 0;
       metrics.saved('Incr', delta.lastRevision, createdAt, (Date.now() - started) / 1000, delta.bytes);
       metrics.deltaLag.observe((Date.now() - delta.oldestEventAt) / 1000);
