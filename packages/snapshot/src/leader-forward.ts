@@ -17,6 +17,8 @@ export interface LeaderForwardOptions {
   tls: boolean;
   /** CA to verify the leader's sidecar, when TLS is on. */
   ca?: Buffer;
+  /** This server's certificate, shown to the leader's sidecar when its endpoints ask for client certificates. */
+  clientCertificate?: { cert: Buffer; key: Buffer };
 }
 
 /**
@@ -39,7 +41,7 @@ export class LeaderForward {
     if (!leader) return notLeader('the etcd leader is not known right now; try again');
     if (request.headers[FORWARDED]) return notLeader('it is not the leader either; ask the leader directly');
     try {
-      return await this.send(new URL(pathAndQuery, leader), request.method ?? 'GET');
+      return await this.send(new URL(pathAndQuery, leader), request.method ?? 'GET', request.headers.authorization);
     } catch (err) {
       return notLeader(`forwarding to the leader failed (${errorMessage(err)})`);
     }
@@ -54,13 +56,15 @@ export class LeaderForward {
     return `${this.options.tls ? 'https' : 'http'}://${host}:${this.options.serverPort}`;
   }
 
-  private send(url: URL, method: string): Promise<RouteResponse> {
+  /** The caller's token (if any) goes along: the leader's sidecar decides, as it would for a direct request. */
+  private send(url: URL, method: string, authorization: string | undefined): Promise<RouteResponse> {
     const transport = url.protocol === 'https:' ? https : http;
     return new Promise((resolve, reject) => {
       const req = transport.request(url, {
         method,
-        headers: { [FORWARDED]: '1' },
+        headers: { [FORWARDED]: '1', ...(authorization && { authorization }) },
         ca: this.options.ca,
+        ...this.options.clientCertificate,
         timeout: TIMEOUT_MS,
       });
       req.on('timeout', () => req.destroy(new Error('no answer in time')));

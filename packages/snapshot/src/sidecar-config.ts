@@ -40,7 +40,13 @@ export interface SidecarConfig {
   /** A new leader aborts multipart uploads begun longer ago than this (what killed writers left). */
   incompleteUploadMaxAgeMs: number;
   /** Undefined with --no-server. */
-  server?: { host: string; port: number; tls?: { cert: Buffer; key: Buffer } };
+  server?: {
+    host: string;
+    port: number;
+    tls?: { cert: Buffer; key: Buffer; clientCa?: Buffer };
+    /** --server-token-file's token: the endpoints that act ask for it. */
+    token?: Buffer;
+  };
 }
 
 /** etcd steps a leader down after an election timeout (1 s by default) without a quorum; a margin on top. */
@@ -114,7 +120,16 @@ export function sidecarOptions<T>(y: Argv<T>) {
     .option('server-host', { type: 'string', default: '0.0.0.0', describe: 'Address the HTTP server binds' })
     .option('server-port', { type: 'number', default: 8080, describe: 'Port of the HTTP server' })
     .option('server-tls-cert', { type: 'string', describe: 'PEM certificate: serve HTTPS (with --server-tls-key)' })
-    .option('server-tls-key', { type: 'string', describe: 'PEM private key of --server-tls-cert' });
+    .option('server-tls-key', { type: 'string', describe: 'PEM private key of --server-tls-cert' })
+    .option('server-tls-client-ca', {
+      type: 'string',
+      describe:
+        'PEM CA: the endpoints that act (snapshots, initialization) need a client certificate it signed (with HTTPS)',
+    })
+    .option('server-token-file', {
+      type: 'string',
+      describe: 'File holding a token: the endpoints that act need "Authorization: Bearer <token>"',
+    });
 }
 
 /** The parsed flags, as sidecarOptions declares them. */
@@ -141,6 +156,8 @@ export interface SidecarArgs {
   'server-port': number;
   'server-tls-cert'?: string;
   'server-tls-key'?: string;
+  'server-tls-client-ca'?: string;
+  'server-token-file'?: string;
 }
 
 export function sidecarConfig(args: SidecarArgs): SidecarConfig {
@@ -201,9 +218,30 @@ function serverConfig(args: SidecarArgs): SidecarConfig['server'] {
   if ((cert === undefined) !== (key === undefined)) {
     throw new UsageError('--server-tls-cert and --server-tls-key go together: give both for HTTPS, or neither');
   }
+  const clientCa = args['server-tls-client-ca'];
+  if (clientCa !== undefined && !cert) {
+    throw new UsageError('--server-tls-client-ca needs HTTPS: give --server-tls-cert and --server-tls-key too');
+  }
   const tls =
-    cert && key ? { cert: readPem(cert, '--server-tls-cert'), key: readPem(key, '--server-tls-key') } : undefined;
-  return { host: args['server-host'], port, tls };
+    cert && key
+      ? {
+          cert: readPem(cert, '--server-tls-cert'),
+          key: readPem(key, '--server-tls-key'),
+          clientCa: clientCa === undefined ? undefined : readPem(clientCa, '--server-tls-client-ca'),
+        }
+      : undefined;
+  const tokenFile = args['server-token-file'];
+  return { host: args['server-host'], port, tls, token: tokenFile === undefined ? undefined : readToken(tokenFile) };
+}
+
+/** The token without the line end an editor or `echo` adds; an empty one would protect nothing. */
+function readToken(path: string): Buffer {
+  const token = readPem(path, '--server-token-file').toString('utf8').trim();
+  if (!token) throw new UsageError(`--server-token-file ${path} is empty: put the token in it`);
+  if (/\s/.test(token)) {
+    throw new UsageError(`--server-token-file ${path}: the token must be one word (no spaces or line breaks)`);
+  }
+  return Buffer.from(token);
 }
 
 function positive(value: number, flag: string): number {

@@ -40,6 +40,7 @@ export async function runSidecar(config: SidecarConfig, { logger, signal }: { lo
       serverPort: config.server?.port ?? 0,
       tls: config.server?.tls !== undefined,
       ca: config.connection.cacert ? readFileSync(config.connection.cacert) : undefined,
+      clientCertificate: config.server?.tls?.clientCa && { cert: config.server.tls.cert, key: config.server.tls.key },
     });
     components.push(
       new SnapshotterComponent(

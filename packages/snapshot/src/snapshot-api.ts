@@ -34,6 +34,7 @@ export function snapshotRoutes(
       path: '/snapshot/full',
       methods: TRIGGER,
       query: ['final'],
+      acts: true,
       handle: onLeader('/snapshot/full', async (query) => {
         const final = parseGoBool(query.get('final'));
         if (final === undefined) return { status: 400, body: { error: 'final must be true or false' } };
@@ -44,6 +45,7 @@ export function snapshotRoutes(
     {
       path: '/snapshot/delta',
       methods: TRIGGER,
+      acts: true,
       handle: onLeader('/snapshot/delta', async () => {
         const ref = await snapshotter.delta();
         return { status: 200, body: ref ? ebrSnapshot(ref, storePrefix) : null };
