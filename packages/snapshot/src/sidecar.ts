@@ -1,11 +1,12 @@
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { type Logger, openStore } from '@etcd-steward/core';
+import type { Logger } from '@etcd-steward/core';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { type Component, type ComponentContext, startAll, stopAll } from './components.js';
 import { HttpServer } from './http-server.js';
 import { delegatedInitializer, Initialization } from './initialization.js';
+import { openSidecarStore } from './late-store.js';
 import { LeaderForward } from './leader-forward.js';
 import { Leadership } from './leadership.js';
 import { clearScratchDir } from './scratch-dir.js';
@@ -26,7 +27,7 @@ export async function runSidecar(config: SidecarConfig, { logger, signal }: { lo
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const context: ComponentContext = { registry, logger };
-  const store = await openStore(config.storeUrl);
+  const store = await openSidecarStore(config.storeUrl, logger);
   const spool = await Spool.open(config.spoolDir, config.spoolMaxBytes);
   await clearScratchDir(config.tempDir);
 

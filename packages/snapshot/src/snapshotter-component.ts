@@ -9,6 +9,7 @@ import {
 } from '@etcd-steward/core';
 import type { Component, ComponentContext, Route } from './components.js';
 import { FencedStore, NotLeaderError } from './fenced-store.js';
+import { LateStore } from './late-store.js';
 import type { LeaderForward } from './leader-forward.js';
 import type { Leadership, Role } from './leadership.js';
 import { Serial } from './serial.js';
@@ -54,6 +55,8 @@ export class SnapshotterComponent implements Component {
   private readonly state = { lastFullFailed: false, fullRequired: true };
   private readonly store: SnapStore;
   private readonly logger: Logger;
+  /** false while a term cannot start because the store does not answer; a running term tracks its uploads. */
+  private storeReachable = true;
 
   constructor(
     private readonly options: SnapshotterComponentOptions,
@@ -67,6 +70,7 @@ export class SnapshotterComponent implements Component {
       bufferedBytes: () => 0,
       watchLagRevisions: () => undefined,
       deltaRequired: () => options.spool.depth > 0,
+      storeReachable: () => this.storeReachable,
       ...this.term?.gauges(),
       // The leader's sidecar owes the snapshots; a follower owes none.
       fullRequired: () => options.leadership.role !== 'follower' && this.state.fullRequired,
@@ -91,7 +95,7 @@ export class SnapshotterComponent implements Component {
   }
 
   healthy(): boolean {
-    return this.term?.healthy() ?? true;
+    return this.term?.healthy() ?? this.storeReachable;
   }
 
   /** Whether this sidecar takes the snapshots right now. */
@@ -154,15 +158,20 @@ export class SnapshotterComponent implements Component {
         try {
           await term.start();
           this.term = term;
+          if (!this.storeReachable) this.logger.info('the store is reachable again');
+          this.storeReachable = true;
           this.logger.info('taking snapshots: this sidecar leads');
           return;
         } catch (err) {
           await term.stop();
           this.metrics.failures.inc({ error: 'store' });
-          this.logger.warn('cannot start taking snapshots; trying again', {
-            reason: errorMessage(err),
-            retryInSeconds: retryMs / 1000,
-          });
+          // Once per outage; etcd keeps the changes meanwhile (or a full snapshot covers them, if it compacts).
+          if (this.storeReachable) {
+            this.logger.warn('cannot start taking snapshots: the store does not answer; retrying with backoff', {
+              reason: errorMessage(err),
+            });
+          }
+          this.storeReachable = false;
           await sleep(retryMs, undefined, { signal: waiting.signal });
         }
       }
@@ -185,7 +194,9 @@ export class SnapshotterComponent implements Component {
    */
   private async abortIncompleteUploads(): Promise<void> {
     try {
-      const aborted = await cleanupIncompleteUploads(this.options.store, this.options.incompleteUploadMaxAgeMs);
+      const { store } = this.options;
+      const opened = store instanceof LateStore ? await store.store() : store;
+      const aborted = await cleanupIncompleteUploads(opened, this.options.incompleteUploadMaxAgeMs);
       if (aborted) this.logger.info('aborted incomplete uploads that stopped writers left in the store', { aborted });
     } catch (err) {
       this.logger.warn('cannot abort incomplete uploads in the store; trying again at the next leadership', {

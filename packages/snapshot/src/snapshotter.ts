@@ -180,11 +180,12 @@ export class Snapshotter {
   }
 
   healthy(): boolean {
-    return !this.options.state.lastFullFailed;
+    return !this.options.state.lastFullFailed && !this.storeFailing;
   }
 
   gauges(): Omit<SnapshotterGauges, 'spoolDeltas' | 'spoolBytes' | 'fullRequired'> {
     return {
+      storeReachable: () => !this.storeFailing,
       bufferedBytes: () => this.open?.bytes ?? 0,
       watchLagRevisions: () => {
         const etcd = this.options.etcdRevision();
