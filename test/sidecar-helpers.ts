@@ -64,6 +64,8 @@ export async function startSidecar(options: {
   port?: number;
   args?: string[];
   env?: NodeJS.ProcessEnv;
+  /** With --server-tls-cert: the URL's scheme is https, and this answers whether /healthz at `url` answers. */
+  https?: (url: string) => Promise<unknown>;
 }): Promise<SidecarProcess> {
   const port = options.port ?? (await freePort());
   await mkdir(options.dir, { recursive: true });
@@ -91,11 +93,12 @@ export async function startSidecar(options: {
   child.stdout?.pipe(log, { end: false });
   child.stderr?.pipe(log, { end: false });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const url = `http://127.0.0.1:${port}`;
+  const url = `${options.https ? 'https' : 'http'}://127.0.0.1:${port}`;
+  const probe = options.https ?? ((base: string) => fetch(`${base}/healthz`));
   for (let i = 0; ; i++) {
     if (child.exitCode !== null)
       throw new Error(`the sidecar exited with ${child.exitCode}: ${await readFile(logFile, 'utf8')}`);
-    if ((await fetch(`${url}/healthz`).catch(() => undefined)) !== undefined) break;
+    if ((await probe(url).catch(() => undefined)) !== undefined) break;
     if (i > 200) throw new Error('the sidecar did not start serving in time');
     await sleep(50);
   }

@@ -1,8 +1,12 @@
+import { once } from 'node:events';
 import { mkdir, readdir, rename, symlink, writeFile } from 'node:fs/promises';
+import { connect, createServer, type Server } from 'node:net';
 import { join } from 'node:path';
-import { LocalStore, listSnapshots } from '@etcd-steward/core';
+import { freePort, LocalStore, listSnapshots, openStore } from '@etcd-steward/core';
 import { startCluster } from '@etcd-steward/core/testing';
 import { expect, it, onTestFinished } from 'vitest';
+import { runProgram } from './run-program.js';
+import { startS3Server } from './servers/s3-server.js';
 import {
   chainProblems,
   expectRestored,
@@ -76,16 +80,20 @@ it('with the store gone for several delta periods no event is lost: deltas spool
     'deltas to wait in the spool',
     async () => ((await metric(url, 'etcd_snapshot_spool_deltas')) ?? 0) > 0,
   );
-  await new Promise((r) => setTimeout(r, 5_000));
+  // On a loaded machine the writer is slow: wait for the spool to fill rather than a fixed time.
+  await waitFor('the spool to fill', async () => /the spool is full: not reading etcd/.test(await sidecar.log()));
+  await new Promise((r) => setTimeout(r, 2_000));
   expect(await metric(url, 'etcdbr_snapshotter_failure', 'error="store"')).toBeGreaterThan(0);
+  expect(await metric(url, 'etcd_snapshot_store_reachable')).toBe(0);
+  expect((await fetch(`${url}/healthz`)).status).toBe(503);
   expect(await metric(url, 'etcd_snapshot_spool_bytes')).toBeGreaterThan(0);
   // Memory stays bounded: the watch is not read while the buffer is at its limit (256 KiB in these tests).
   expect(await metric(url, 'etcd_snapshot_buffered_bytes')).toBeLessThan(1 << 20);
   expect((await readdir(join(real, 'v2'))).length).toBe(before);
-  expect(await sidecar.log()).toMatch(/the spool is full: not reading etcd/);
 
   await store.point(real);
   await waitFor('the spool to drain', async () => (await metric(url, 'etcd_snapshot_spool_deltas')) === 0);
+  expect(await metric(url, 'etcd_snapshot_store_reachable')).toBe(1);
   const written = await writer.stop();
   const source = await keyspaceOnceStored(client, url);
   console.log(`store-down writer: ${written.perSecond}/s, last revision ${source.revision}`);
@@ -117,4 +125,106 @@ it('with the store emptied under it, a new chain starts with a full snapshot and
   const entries = await listSnapshots(stored);
   expect(chainProblems(entries.slice(entries.findIndex((e) => e.kind === 'Full')))).toEqual([]);
   await expectRestored(stored, at('restore-emptied'), source);
+});
+
+/** A TCP port that refuses connections until `open()` forwards it to `target` (the store comes up). */
+async function laterPort(target: URL) {
+  const port = await freePort();
+  let server: Server | undefined;
+  return {
+    port,
+    async open() {
+      server = createServer((socket) => {
+        const upstream = connect(Number(target.port), target.hostname);
+        socket.pipe(upstream).pipe(socket);
+        socket.on('error', () => upstream.destroy());
+        upstream.on('error', () => socket.destroy());
+      });
+      server.listen(port, '127.0.0.1');
+      await once(server, 'listening');
+    },
+    async close() {
+      if (!server) return;
+      server.close();
+      await once(server, 'close');
+    },
+  };
+}
+
+it('with the S3 store down at start the sidecar runs, says so, and once the store is up stores what was written', async () => {
+  const s3 = await startS3Server({ buckets: ['backups'] });
+  onTestFinished(() => s3.stop());
+  const credentials = at('s3-credentials.json');
+  await writeFile(
+    credentials,
+    JSON.stringify({ accessKeyID: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, region: s3.region }),
+  );
+  process.env.AWS_APPLICATION_CREDENTIALS_JSON = credentials;
+  process.env.AWS_EC2_METADATA_DISABLED = 'true';
+  const gate = await laterPort(new URL(s3.endpoint));
+  onTestFinished(() => gate.close());
+  const storeUrl = `s3://backups/etcd?endpoint=${encodeURIComponent(`http://127.0.0.1:${gate.port}`)}`;
+
+  const cluster = await startCluster();
+  onTestFinished(() => cluster.stop());
+  const client = cluster.client();
+  const writer = startWriter(client, { concurrency: 4 });
+  onTestFinished(() =>
+    writer.stop().then(
+      () => undefined,
+      () => undefined,
+    ),
+  );
+  const sidecar = await startSidecar({ endpoint: cluster.endpoints[0], store: storeUrl, dir: at('sidecar-s3-down') });
+  onTestFinished(() => sidecar.kill());
+  const { url } = sidecar;
+
+  await waitFor('the outage to show', async () => (await metric(url, 'etcd_snapshot_store_reachable')) === 0);
+  expect((await fetch(`${url}/healthz`)).status).toBe(503);
+  expect(await metric(url, 'etcdbr_snapshot_required', 'kind="Full"')).toBe(1);
+  await new Promise((r) => setTimeout(r, 3_000)); // writes go on meanwhile
+
+  await gate.open();
+  await waitFor('the store to be used', async () => (await metric(url, 'etcd_snapshot_store_reachable')) === 1);
+  await firstDelta(url);
+  expect((await fetch(`${url}/healthz`)).status).toBe(200);
+  await writer.stop();
+  const source = await keyspaceOnceStored(client, url);
+  expect(await sidecar.stop()).toBe(0);
+  const log = await sidecar.log();
+  expect(log.match(/the store is unreachable at start/g)).toHaveLength(1);
+  expect(log.match(/the store does not answer/g)?.length ?? 0).toBeLessThanOrEqual(1);
+  expect(log).toMatch(/the store is reachable again/);
+
+  const stored = await openStore(storeUrl);
+  onTestFinished(() => stored.close?.());
+  expect(chainProblems(await listSnapshots(stored))).toEqual([]);
+  await expectRestored(stored, at('restore-s3-down'), source);
+});
+
+it('a misconfigured store is still exit 2 at start: a bucket that does not exist', async () => {
+  const s3 = await startS3Server({ buckets: ['backups'] });
+  onTestFinished(() => s3.stop());
+  const credentials = at('s3-credentials-2.json');
+  await writeFile(
+    credentials,
+    JSON.stringify({ accessKeyID: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, region: s3.region }),
+  );
+  const result = await runProgram(
+    'etcd-snapshot',
+    [
+      'run',
+      '--endpoints',
+      `http://127.0.0.1:${await freePort()}`,
+      '--store',
+      `s3://no-such-bucket/etcd?endpoint=${encodeURIComponent(s3.endpoint)}`,
+      '--spool-dir',
+      at('misconfigured', 'spool'),
+      '--server-port',
+      String(await freePort()),
+    ],
+    { AWS_APPLICATION_CREDENTIALS_JSON: credentials, AWS_EC2_METADATA_DISABLED: 'true' },
+  );
+  expect(result.code).toBe(2);
+  expect(result.stderr).toMatch(/no-such-bucket.{0,4} does not exist: create it/);
 });

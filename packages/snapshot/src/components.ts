@@ -14,6 +14,8 @@ export interface Route {
   path: string;
   methods: readonly string[];
   query?: readonly string[];
+  /** It acts (takes snapshots, initializes): it asks for the token or client certificate when configured. */
+  acts?: boolean;
   handle(request: IncomingMessage, query: URLSearchParams): Promise<RouteResponse>;
 }
 

@@ -4,14 +4,18 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { errorMessage, type Logger, OperationError } from '@etcd-steward/core';
 import type { Registry } from 'prom-client';
+import { ApiAccess } from './api-access.js';
 import type { Component, ComponentContext, Route, RouteResponse } from './components.js';
 import { NotLeaderError } from './fenced-store.js';
+import { RETRY_AFTER } from './leader-forward.js';
 
 export interface HttpServerOptions {
   host: string;
   port: number;
-  /** PEM certificate and key: HTTPS when given. */
-  tls?: { cert: Buffer; key: Buffer };
+  /** PEM certificate and key: HTTPS when given; with `clientCa`, the CA whose client certificates may act. */
+  tls?: { cert: Buffer; key: Buffer; clientCa?: Buffer };
+  /** The bearer token the endpoints that act ask for. */
+  token?: Buffer;
 }
 
 /** Requests never carry anything we read; a large body is refused rather than drained. */
@@ -28,6 +32,7 @@ export class HttpServer implements Component {
   private readonly table = new Map<string, Route>();
   private readonly registry: Registry;
   private readonly logger: Logger;
+  private readonly access: ApiAccess;
 
   constructor(
     private readonly options: HttpServerOptions,
@@ -37,6 +42,7 @@ export class HttpServer implements Component {
   ) {
     this.registry = context.registry;
     this.logger = context.logger;
+    this.access = new ApiAccess({ token: options.token, clientCertificate: options.tls?.clientCa !== undefined });
     const builtIn: Route[] = [
       {
         path: '/healthz',
@@ -66,7 +72,19 @@ export class HttpServer implements Component {
 
   async start(): Promise<void> {
     const handler = (req: IncomingMessage, res: ServerResponse) => void this.serve(req, res);
-    const server = this.options.tls ? https.createServer(this.options.tls, handler) : http.createServer(handler);
+    const { tls } = this.options;
+    // A client certificate is asked for but not demanded by TLS itself: /healthz and /metrics stay open to
+    // probes without one, and the endpoints that act check it (ApiAccess).
+    const server = tls
+      ? https.createServer(
+          {
+            cert: tls.cert,
+            key: tls.key,
+            ...(tls.clientCa && { ca: tls.clientCa, requestCert: true, rejectUnauthorized: false }),
+          },
+          handler,
+        )
+      : http.createServer(handler);
     server.headersTimeout = 10_000;
     server.requestTimeout = 30_000;
     this.server = server;
@@ -97,7 +115,9 @@ export class HttpServer implements Component {
     } catch (err) {
       const notLeader = err instanceof NotLeaderError;
       if (!notLeader) this.logger.warn('request failed', { path: req.url?.split('?')[0], reason: errorMessage(err) });
-      answer = { status: notLeader ? 503 : 500, body: { error: errorMessage(err) } };
+      answer = notLeader
+        ? { status: 503, body: { error: errorMessage(err), leader: null }, headers: RETRY_AFTER }
+        : { status: 500, body: { error: errorMessage(err) } };
     }
     if (res.destroyed) return;
     const { body } = answer;
@@ -126,6 +146,8 @@ export class HttpServer implements Component {
     }
     const route = this.table.get(url.pathname);
     if (!route) return { status: 404, body: { error: `no such endpoint: ${url.pathname.slice(0, 200)}` } };
+    const refusal = route.acts ? this.access.refusal(req) : undefined;
+    if (refusal) return { status: 401, body: { error: refusal }, headers: { 'www-authenticate': 'Bearer' } };
     const method = req.method ?? '';
     if (!route.methods.includes(method)) {
       return {

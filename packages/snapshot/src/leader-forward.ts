@@ -8,6 +8,8 @@ import type { Leadership } from './leadership.js';
 const FORWARDED = 'x-etcd-steward-forwarded';
 const TIMEOUT_MS = 30 * 60_000;
 const MAX_BODY = 1 << 20;
+/** A 503 while no sidecar can take the request says when to ask again: about one leadership check later. */
+export const RETRY_AFTER = { 'retry-after': '5' };
 
 export interface LeaderForwardOptions {
   /** Every sidecar listens on the same port (ebr's assumption too). */
@@ -15,6 +17,8 @@ export interface LeaderForwardOptions {
   tls: boolean;
   /** CA to verify the leader's sidecar, when TLS is on. */
   ca?: Buffer;
+  /** This server's certificate, shown to the leader's sidecar when its endpoints ask for client certificates. */
+  clientCertificate?: { cert: Buffer; key: Buffer };
 }
 
 /**
@@ -31,12 +35,13 @@ export class LeaderForward {
     const leader = await this.leaderUrl().catch(() => undefined);
     const notLeader = (why: string): RouteResponse => ({
       status: 503,
-      body: { error: `this sidecar does not take snapshots: ${why}`, ...(leader ? { leader } : {}) },
+      body: { error: `this sidecar does not take snapshots: ${why}`, leader: leader ?? null },
+      headers: RETRY_AFTER,
     });
     if (!leader) return notLeader('the etcd leader is not known right now; try again');
     if (request.headers[FORWARDED]) return notLeader('it is not the leader either; ask the leader directly');
     try {
-      return await this.send(new URL(pathAndQuery, leader), request.method ?? 'GET');
+      return await this.send(new URL(pathAndQuery, leader), request.method ?? 'GET', request.headers.authorization);
     } catch (err) {
       return notLeader(`forwarding to the leader failed (${errorMessage(err)})`);
     }
@@ -51,13 +56,15 @@ export class LeaderForward {
     return `${this.options.tls ? 'https' : 'http'}://${host}:${this.options.serverPort}`;
   }
 
-  private send(url: URL, method: string): Promise<RouteResponse> {
+  /** The caller's token (if any) goes along: the leader's sidecar decides, as it would for a direct request. */
+  private send(url: URL, method: string, authorization: string | undefined): Promise<RouteResponse> {
     const transport = url.protocol === 'https:' ? https : http;
     return new Promise((resolve, reject) => {
       const req = transport.request(url, {
         method,
-        headers: { [FORWARDED]: '1' },
+        headers: { [FORWARDED]: '1', ...(authorization && { authorization }) },
         ca: this.options.ca,
+        ...this.options.clientCertificate,
         timeout: TIMEOUT_MS,
       });
       req.on('timeout', () => req.destroy(new Error('no answer in time')));

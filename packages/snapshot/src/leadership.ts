@@ -37,6 +37,10 @@ export class Leadership implements Component {
   private stopped = false;
   private asked = 0;
   private answered = 0;
+  /** Whether etcd answered the last check; undefined before the first. Outages are logged once, not per check. */
+  private reachable?: boolean;
+  /** The last role etcd told; 'unknown' is never one. */
+  private known?: Role;
 
   constructor(
     private readonly options: LeadershipOptions,
@@ -95,21 +99,41 @@ export class Leadership implements Component {
     const asked = ++this.asked;
     let role: Role;
     let status: EtcdStatus | undefined;
+    let reason = '';
     try {
       status = await memberStatus(this.options.connection, { timeoutMs: this.options.timeoutMs });
       role = status.leader === status.memberId ? 'leader' : 'follower';
     } catch (err) {
-      if (this.role !== 'unknown') this.logger.warn('cannot ask etcd who leads', { reason: errorMessage(err) });
       role = 'unknown';
+      reason = errorMessage(err);
     }
     // Checks overlap (the periodic one and an upload's): an older answer must not undo a newer one.
     if (asked < this.answered) return;
     this.answered = asked;
     if (status) this.status = status;
-    if (role === this.role || this.stopped) return;
-    this.logger.info('leadership changed', { from: this.role, to: role });
+    if (this.stopped) return;
+    this.noteReachable(status !== undefined, reason);
+    // A moment without an answer is logged as etcd being unreachable, not as a change of leadership.
+    if (role !== 'unknown' && role !== this.known) {
+      const change =
+        role === 'leader'
+          ? 'leadership gained: this member leads'
+          : this.known === 'leader'
+            ? 'leadership lost: this member no longer leads'
+            : 'this member follows another leader';
+      this.logger.info(change, { from: this.known ?? 'unknown', to: role });
+      this.known = role;
+    }
+    if (role === this.role) return;
     this.role = role;
     this.gauge.set(role === 'leader' ? 1 : 0);
     for (const listener of this.listeners) listener(role);
+  }
+
+  private noteReachable(reachable: boolean, reason: string): void {
+    if (reachable === this.reachable) return;
+    if (!reachable) this.logger.warn('etcd is unreachable; asking again', { reason });
+    else if (this.reachable === false) this.logger.info('etcd is reachable again');
+    this.reachable = reachable;
   }
 }

@@ -17,6 +17,7 @@ import {
 import type { Argv } from 'yargs';
 import { parseByteSize, parseDuration } from './flag-values.js';
 import { FullSchedule } from './full-schedule.js';
+import { scratchDir } from './scratch-dir.js';
 
 /** Everything `etcd-snapshot run` needs, checked: building it is where bad input stops the program (exit 2). */
 export interface SidecarConfig {
@@ -33,14 +34,23 @@ export interface SidecarConfig {
   deltaUploadTimeoutMs: number;
   spoolDir: string;
   spoolMaxBytes: number;
+  /** The sidecar's own folder inside --temp-dir, cleared at start and at stop (scratch-dir.ts). */
   tempDir: string;
   finalSnapshot: boolean;
   reelectionPeriodMs: number;
   /** A new leader waits this long before it writes: the old leader's last upload has ended by then. */
   handoverDelayMs: number;
   snapshotter: boolean;
+  /** A new leader aborts multipart uploads begun longer ago than this (what killed writers left). */
+  incompleteUploadMaxAgeMs: number;
   /** Undefined with --no-server. */
-  server?: { host: string; port: number; tls?: { cert: Buffer; key: Buffer } };
+  server?: {
+    host: string;
+    port: number;
+    tls?: { cert: Buffer; key: Buffer; clientCa?: Buffer };
+    /** --server-token-file's token: the endpoints that act ask for it. */
+    token?: Buffer;
+  };
 }
 
 /** etcd steps a leader down after an election timeout (1 s by default) without a quorum; a margin on top. */
@@ -86,7 +96,8 @@ export function sidecarOptions<T>(y: Argv<T>) {
     })
     .option('temp-dir', {
       type: 'string',
-      describe: 'Scratch space for full snapshots on their way to the store [default: <spool-dir>/tmp]',
+      describe:
+        'Scratch space for full snapshots on their way to the store; the sidecar uses (and clears) only a folder of its own in it [default: <spool-dir>/tmp]',
     })
     .option('final-snapshot', {
       type: 'boolean',
@@ -98,6 +109,12 @@ export function sidecarOptions<T>(y: Argv<T>) {
       default: '5s',
       describe: "How often to ask etcd whether this sidecar's member leads (only the leader's sidecar snapshots)",
     })
+    .option('incomplete-upload-max-age', {
+      type: 'string',
+      default: '24h',
+      describe:
+        'On becoming leader, abort the multipart uploads (S3) begun longer ago than this: what killed writers left',
+    })
     .option('snapshotter', {
       type: 'boolean',
       default: true,
@@ -107,7 +124,16 @@ export function sidecarOptions<T>(y: Argv<T>) {
     .option('server-host', { type: 'string', default: '0.0.0.0', describe: 'Address the HTTP server binds' })
     .option('server-port', { type: 'number', default: 8080, describe: 'Port of the HTTP server' })
     .option('server-tls-cert', { type: 'string', describe: 'PEM certificate: serve HTTPS (with --server-tls-key)' })
-    .option('server-tls-key', { type: 'string', describe: 'PEM private key of --server-tls-cert' });
+    .option('server-tls-key', { type: 'string', describe: 'PEM private key of --server-tls-cert' })
+    .option('server-tls-client-ca', {
+      type: 'string',
+      describe:
+        'PEM CA: the endpoints that act (snapshots, initialization) need a client certificate it signed (with HTTPS)',
+    })
+    .option('server-token-file', {
+      type: 'string',
+      describe: 'File holding a token: the endpoints that act need "Authorization: Bearer <token>"',
+    });
 }
 
 /** The parsed flags, as sidecarOptions declares them. */
@@ -123,12 +149,15 @@ export interface SidecarArgs extends EtcdArgs {
   'temp-dir'?: string;
   'final-snapshot': boolean;
   'reelection-period': string;
+  'incomplete-upload-max-age': string;
   snapshotter: boolean;
   server: boolean;
   'server-host': string;
   'server-port': number;
   'server-tls-cert'?: string;
   'server-tls-key'?: string;
+  'server-tls-client-ca'?: string;
+  'server-token-file'?: string;
 }
 
 export async function sidecarConfig(args: SidecarArgs): Promise<SidecarConfig> {
@@ -167,11 +196,12 @@ export async function sidecarConfig(args: SidecarArgs): Promise<SidecarConfig> {
     deltaUploadTimeoutMs,
     spoolDir,
     spoolMaxBytes: positive(parseByteSize(args['spool-max-bytes'], 'spool-max-bytes'), 'spool-max-bytes'),
-    tempDir,
+    tempDir: scratchDir(tempDir, spoolDir),
     finalSnapshot: args['final-snapshot'],
     reelectionPeriodMs,
     handoverDelayMs: deltaUploadTimeoutMs + reelectionPeriodMs + LEADER_STEP_DOWN_MS,
     snapshotter: args.snapshotter,
+    incompleteUploadMaxAgeMs: parseDuration(args['incomplete-upload-max-age'], 'incomplete-upload-max-age'),
     server: args.server ? await serverConfig(args) : undefined,
   };
 }
@@ -186,11 +216,35 @@ async function serverConfig(args: SidecarArgs): Promise<SidecarConfig['server']>
   if ((cert === undefined) !== (key === undefined)) {
     throw new UsageError('--server-tls-cert and --server-tls-key go together: give both for HTTPS, or neither');
   }
+  const clientCa = args['server-tls-client-ca'];
+  if (clientCa !== undefined && !cert) {
+    throw new UsageError('--server-tls-client-ca needs HTTPS: give --server-tls-cert and --server-tls-key too');
+  }
   const tls =
     cert && key
-      ? { cert: await readPem(cert, '--server-tls-cert'), key: await readPem(key, '--server-tls-key') }
+      ? {
+          cert: await readPem(cert, '--server-tls-cert'),
+          key: await readPem(key, '--server-tls-key'),
+          clientCa: clientCa === undefined ? undefined : await readPem(clientCa, '--server-tls-client-ca'),
+        }
       : undefined;
-  return { host: args['server-host'], port, tls };
+  const tokenFile = args['server-token-file'];
+  return {
+    host: args['server-host'],
+    port,
+    tls,
+    token: tokenFile === undefined ? undefined : await readToken(tokenFile),
+  };
+}
+
+/** The token without the line end an editor or `echo` adds; an empty one would protect nothing. */
+async function readToken(path: string): Promise<Buffer> {
+  const token = (await readPem(path, '--server-token-file')).toString('utf8').trim();
+  if (!token) throw new UsageError(`--server-token-file ${path} is empty: put the token in it`);
+  if (/\s/.test(token)) {
+    throw new UsageError(`--server-token-file ${path}: the token must be one word (no spaces or line breaks)`);
+  }
+  return Buffer.from(token);
 }
 
 function positive(value: number, flag: string): number {

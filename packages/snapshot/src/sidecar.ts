@@ -1,13 +1,15 @@
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
-import { type Logger, openStore } from '@etcd-steward/core';
+import { rm } from 'node:fs/promises';
+import type { Logger } from '@etcd-steward/core';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { type Component, type ComponentContext, startAll, stopAll } from './components.js';
 import { HttpServer } from './http-server.js';
 import { delegatedInitializer, Initialization } from './initialization.js';
+import { openSidecarStore } from './late-store.js';
 import { LeaderForward } from './leader-forward.js';
 import { Leadership } from './leadership.js';
+import { clearScratchDir } from './scratch-dir.js';
 import type { SidecarConfig } from './sidecar-config.js';
 import { SnapshotterComponent } from './snapshotter-component.js';
 import { Spool } from './spool.js';
@@ -25,11 +27,9 @@ export async function runSidecar(config: SidecarConfig, { logger, signal }: { lo
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const context: ComponentContext = { registry, logger };
-  const store = await openStore(config.storeUrl);
+  const store = await openSidecarStore(config.storeUrl, logger);
   const spool = await Spool.open(config.spoolDir, config.spoolMaxBytes);
-  // The sidecar owns its scratch space: what a killed predecessor left there is of no use.
-  await rm(config.tempDir, { recursive: true, force: true });
-  await mkdir(config.tempDir, { recursive: true });
+  await clearScratchDir(config.tempDir);
 
   const leadership = new Leadership(
     { connection: config.connection, periodMs: config.reelectionPeriodMs, timeoutMs: STATUS_TIMEOUT_MS },
@@ -41,6 +41,7 @@ export async function runSidecar(config: SidecarConfig, { logger, signal }: { lo
       serverPort: config.server?.port ?? 0,
       tls: config.server?.tls !== undefined,
       ca: config.connection.cacert ? readFileSync(config.connection.cacert) : undefined,
+      clientCertificate: config.server?.tls?.clientCa && { cert: config.server.tls.cert, key: config.server.tls.key },
     });
     components.push(
       new SnapshotterComponent(
@@ -60,6 +61,7 @@ export async function runSidecar(config: SidecarConfig, { logger, signal }: { lo
           catchUpMs: CATCH_UP_MS,
           forward,
           storePrefix: config.storePrefix,
+          incompleteUploadMaxAgeMs: config.incompleteUploadMaxAgeMs,
         },
         context,
       ),
@@ -79,5 +81,7 @@ export async function runSidecar(config: SidecarConfig, { logger, signal }: { lo
     await stopAll(components, logger);
     spool.close();
     await store.close?.();
+    await rm(config.tempDir, { recursive: true, force: true });
+    logger.info('stopped');
   }
 }

@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { listSnapshots, type SnapStore } from '@etcd-steward/core';
 import type { Route, RouteResponse } from './components.js';
 import { ebrLatest, ebrSnapshot } from './ebr-json.js';
-import type { LeaderForward } from './leader-forward.js';
+import { type LeaderForward, RETRY_AFTER } from './leader-forward.js';
 import type { SnapshotterComponent } from './snapshotter-component.js';
 
 const STARTING =
@@ -26,7 +26,7 @@ export function snapshotRoutes(
     (path: string, act: (query: URLSearchParams) => Promise<RouteResponse>) =>
     async (request: IncomingMessage, query: URLSearchParams): Promise<RouteResponse> => {
       if (snapshotter.leading) return act(query);
-      if (snapshotter.starting) return { status: 503, body: { error: STARTING }, headers: { 'retry-after': '5' } };
+      if (snapshotter.starting) return { status: 503, body: { error: STARTING }, headers: RETRY_AFTER };
       return forward.forward(request, `${path}${query.size ? `?${query}` : ''}`);
     };
   return [
@@ -34,6 +34,7 @@ export function snapshotRoutes(
       path: '/snapshot/full',
       methods: TRIGGER,
       query: ['final'],
+      acts: true,
       handle: onLeader('/snapshot/full', async (query) => {
         const final = parseGoBool(query.get('final'));
         if (final === undefined) return { status: 400, body: { error: 'final must be true or false' } };
@@ -44,6 +45,7 @@ export function snapshotRoutes(
     {
       path: '/snapshot/delta',
       methods: TRIGGER,
+      acts: true,
       handle: onLeader('/snapshot/delta', async () => {
         const ref = await snapshotter.delta();
         return { status: 200, body: ref ? ebrSnapshot(ref, storePrefix) : null };

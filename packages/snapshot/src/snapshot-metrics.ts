@@ -11,6 +11,8 @@ export interface SnapshotterGauges {
   watchLagRevisions(): number | undefined;
   fullRequired(): boolean;
   deltaRequired(): boolean;
+  /** false while the store cannot be reached (the term cannot start, or uploads fail). */
+  storeReachable(): boolean;
 }
 
 /**
@@ -112,6 +114,9 @@ export class SnapshotMetrics {
           else this.set(value);
         },
       });
+    live('etcd_snapshot_store_reachable', '1 while the store answers, 0 while it cannot be reached.', (g) =>
+      g.storeReachable() ? 1 : 0,
+    );
     live('etcd_snapshot_spool_deltas', 'Deltas in the local spool, not yet in the store.', (g) => g.spoolDeltas());
     live('etcd_snapshot_spool_bytes', 'Bytes of the deltas in the local spool.', (g) => g.spoolBytes());
     live(

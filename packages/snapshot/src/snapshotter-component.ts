@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
+  cleanupIncompleteUploads,
   errorMessage,
   type Logger,
   type SavedFullSnapshot,
@@ -8,6 +9,7 @@ import {
 } from '@etcd-steward/core';
 import type { Component, ComponentContext, Route } from './components.js';
 import { FencedStore, NotLeaderError } from './fenced-store.js';
+import { LateStore } from './late-store.js';
 import type { LeaderForward } from './leader-forward.js';
 import type { Leadership, Role } from './leadership.js';
 import { Serial } from './serial.js';
@@ -28,6 +30,8 @@ export interface SnapshotterComponentOptions
   forward: LeaderForward;
   /** The store's prefix inside its bucket, as ebr's JSON shows it. */
   storePrefix: string;
+  /** On becoming leader, multipart uploads begun longer ago than this are aborted. */
+  incompleteUploadMaxAgeMs: number;
 }
 
 const RETRY_MS = 1_000;
@@ -47,9 +51,12 @@ export class SnapshotterComponent implements Component {
   private waiting?: AbortController;
   private unsubscribe?: () => void;
   private stopping = false;
-  private readonly state = { lastFullFailed: false };
+  /** Nothing is known of the store until a term has looked: until then a full snapshot counts as owed. */
+  private readonly state = { lastFullFailed: false, fullRequired: true };
   private readonly store: SnapStore;
   private readonly logger: Logger;
+  /** false while a term cannot start because the store does not answer; a running term tracks its uploads. */
+  private storeReachable = true;
 
   constructor(
     private readonly options: SnapshotterComponentOptions,
@@ -62,9 +69,11 @@ export class SnapshotterComponent implements Component {
       spoolBytes: () => options.spool.bytes,
       bufferedBytes: () => 0,
       watchLagRevisions: () => undefined,
-      fullRequired: () => this.state.lastFullFailed,
       deltaRequired: () => options.spool.depth > 0,
+      storeReachable: () => this.storeReachable,
       ...this.term?.gauges(),
+      // The leader's sidecar owes the snapshots; a follower owes none.
+      fullRequired: () => options.leadership.role !== 'follower' && this.state.fullRequired,
     }));
     this.routes = snapshotRoutes(this, options.forward, options.store, options.storePrefix);
   }
@@ -86,7 +95,7 @@ export class SnapshotterComponent implements Component {
   }
 
   healthy(): boolean {
-    return this.term?.healthy() ?? true;
+    return this.term?.healthy() ?? this.storeReachable;
   }
 
   /** Whether this sidecar takes the snapshots right now. */
@@ -135,6 +144,8 @@ export class SnapshotterComponent implements Component {
         });
         await sleep(this.options.handoverDelayMs, undefined, { signal: waiting.signal });
       }
+      // Before this term's own first upload: what is incomplete now was left by a writer that stopped.
+      await this.abortIncompleteUploads();
       for (let retryMs = RETRY_MS; !waiting.signal.aborted; retryMs = Math.min(retryMs * 2, MAX_RETRY_MS)) {
         const term = new Snapshotter({
           ...this.options,
@@ -147,15 +158,20 @@ export class SnapshotterComponent implements Component {
         try {
           await term.start();
           this.term = term;
+          if (!this.storeReachable) this.logger.info('the store is reachable again');
+          this.storeReachable = true;
           this.logger.info('taking snapshots: this sidecar leads');
           return;
         } catch (err) {
           await term.stop();
           this.metrics.failures.inc({ error: 'store' });
-          this.logger.warn('cannot start taking snapshots; trying again', {
-            reason: errorMessage(err),
-            retryInSeconds: retryMs / 1000,
-          });
+          // Once per outage; etcd keeps the changes meanwhile (or a full snapshot covers them, if it compacts).
+          if (this.storeReachable) {
+            this.logger.warn('cannot start taking snapshots: the store does not answer; retrying with backoff', {
+              reason: errorMessage(err),
+            });
+          }
+          this.storeReachable = false;
           await sleep(retryMs, undefined, { signal: waiting.signal });
         }
       }
@@ -170,6 +186,23 @@ export class SnapshotterComponent implements Component {
     this.term = undefined;
     this.logger.info('not leading: stopping snapshots; the leader takes them');
     await term.stop();
+  }
+
+  /**
+   * Best effort: aborts the multipart uploads (S3) that writers killed mid-upload left, whose parts are billed
+   * but never seen. A failure is logged and the term goes on; the next term tries again.
+   */
+  private async abortIncompleteUploads(): Promise<void> {
+    try {
+      const { store } = this.options;
+      const opened = store instanceof LateStore ? await store.store() : store;
+      const aborted = await cleanupIncompleteUploads(opened, this.options.incompleteUploadMaxAgeMs);
+      if (aborted) this.logger.info('aborted incomplete uploads that stopped writers left in the store', { aborted });
+    } catch (err) {
+      this.logger.warn('cannot abort incomplete uploads in the store; trying again at the next leadership', {
+        reason: errorMessage(err),
+      });
+    }
   }
 
   /** In a cluster of one there is no other sidecar whose uploads could still be in flight. */

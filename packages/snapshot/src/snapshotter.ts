@@ -21,6 +21,7 @@ import { trimDelta } from './delta-trim.js';
 import type { FullSchedule } from './full-schedule.js';
 import { OpenDelta } from './open-delta.js';
 import { Serial } from './serial.js';
+import { SingleFlight } from './single-flight.js';
 import type { SnapshotMetrics, SnapshotterGauges } from './snapshot-metrics.js';
 import type { Spool, SpooledDelta } from './spool.js';
 
@@ -40,8 +41,12 @@ export interface SnapshotterOptions {
   deltaUploadTimeoutMs: number;
   metrics: SnapshotMetrics;
   logger: Logger;
-  /** Outlives a term: a failed full snapshot makes the next term start with one (ebr's PrevFullSnapshotSucceeded). */
-  state: { lastFullFailed: boolean };
+  /**
+   * Outlives a term. `lastFullFailed`: a failed full snapshot makes the next term start with one (ebr's
+   * PrevFullSnapshotSucceeded). `fullRequired`: a full snapshot is owed (due at start-up, failed, or the store
+   * lost its base) and none has been stored since.
+   */
+  state: { lastFullFailed: boolean; fullRequired: boolean };
   /** etcd's revision as last seen, for the watch lag. */
   etcdRevision(): number | undefined;
 }
@@ -78,6 +83,8 @@ export class Snapshotter {
   private readonly serial = new Serial();
   /** The local chain (head, open delta, spool contents): writes, flushes, and what a full snapshot or resync adjusts. */
   private readonly local = new Serial();
+  /** Requested full snapshots, by `final`: requests that come while one is queued or running share it. */
+  private readonly requestedFull = new SingleFlight<boolean, SavedFullSnapshot>();
   private readonly term = new AbortController();
   private watchControl?: AbortController;
   private watching?: Promise<void>;
@@ -101,6 +108,7 @@ export class Snapshotter {
       this.options.state.lastFullFailed,
       new Date(),
     );
+    this.options.state.fullRequired = due !== undefined;
     if (due) {
       this.logger.info('taking a full snapshot at start-up', { reason: due });
       await this.scheduledFull();
@@ -149,11 +157,16 @@ export class Snapshotter {
     await this.local.run(() => this.discardOpen());
   }
 
-  /** An out-of-schedule full snapshot (HTTP API); the schedule goes on from now. */
-  async triggerFull(final: boolean): Promise<SavedFullSnapshot> {
-    const saved = await this.serial.run(() => this.full(final));
-    this.armFullTimer(this.options.schedule.next(new Date()).getTime());
-    return saved;
+  /**
+   * An out-of-schedule full snapshot (HTTP API); the schedule goes on from now. A request that comes while
+   * another one's snapshot is queued or running gets that snapshot.
+   */
+  triggerFull(final: boolean): Promise<SavedFullSnapshot> {
+    return this.requestedFull.run(final, async () => {
+      const saved = await this.serial.run(() => this.full(final));
+      this.armFullTimer(this.options.schedule.next(new Date()).getTime());
+      return saved;
+    });
   }
 
   /** An out-of-schedule delta of what has been watched so far; undefined when there is nothing new (as ebr). */
@@ -167,18 +180,18 @@ export class Snapshotter {
   }
 
   healthy(): boolean {
-    return !this.options.state.lastFullFailed;
+    return !this.options.state.lastFullFailed && !this.storeFailing;
   }
 
-  gauges(): Omit<SnapshotterGauges, 'spoolDeltas' | 'spoolBytes'> {
+  gauges(): Omit<SnapshotterGauges, 'spoolDeltas' | 'spoolBytes' | 'fullRequired'> {
     return {
+      storeReachable: () => !this.storeFailing,
       bufferedBytes: () => this.open?.bytes ?? 0,
       watchLagRevisions: () => {
         const etcd = this.options.etcdRevision();
         if (etcd === undefined || !this.watching) return undefined;
         return Math.max(0, etcd - Math.max(this.watchedRevision, this.chainHead));
       },
-      fullRequired: () => this.options.state.lastFullFailed,
       deltaRequired: () => this.open !== undefined || this.options.spool.depth > 0,
     };
   }
@@ -189,6 +202,7 @@ export class Snapshotter {
    */
   private async watchLoop(): Promise<void> {
     let retryMs = RETRY_MS;
+    let broken = false;
     while (!this.term.signal.aborted) {
       const control = new AbortController();
       this.watchControl = control;
@@ -198,6 +212,8 @@ export class Snapshotter {
           // A batch that arrives after a rewatch belongs to a chain position that no longer exists.
           if (signal.aborted) break;
           retryMs = RETRY_MS;
+          if (broken) this.logger.info('the watch is back', { revision: batch.revision });
+          broken = false;
           this.watchedRevision = batch.revision;
           if (batch.events.length > 0) await this.local.run(() => this.write(batch.events, signal));
           while ((this.open?.bytes ?? 0) >= this.options.memoryLimit && !signal.aborted) {
@@ -214,10 +230,13 @@ export class Snapshotter {
           continue;
         }
         this.options.metrics.failures.inc({ error: 'etcd' });
-        this.logger.warn('the watch broke off; resuming', {
-          fromRevision: this.resumeRevision(),
-          reason: errorMessage(err),
-        });
+        if (!broken) {
+          this.logger.warn('the watch broke off; resuming with backoff', {
+            fromRevision: this.resumeRevision(),
+            reason: errorMessage(err),
+          });
+        }
+        broken = true;
         await sleep(retryMs, undefined, { signal: this.term.signal }).catch(() => {});
         retryMs = Math.min(retryMs * 2, MAX_RETRY_MS);
       }
@@ -274,6 +293,7 @@ export class Snapshotter {
 
   private async onCompacted(err: WatchCompactedError): Promise<void> {
     this.options.metrics.compacted.inc();
+    this.options.state.fullRequired = true;
     this.logger.error('etcd compacted its history past the revision the next delta needs; taking a full snapshot now', {
       neededRevision: err.fromRevision,
       compactRevision: err.compactRevision,
@@ -375,6 +395,12 @@ export class Snapshotter {
         throw err;
       }
       await spool.remove(delta);
+      this.logger.info('delta snapshot saved', {
+        name: delta.name,
+        startRevision: delta.startRevision,
+        lastRevision: delta.lastRevision,
+        storedBytes: delta.bytes,
+      });
       const createdAt = parseSnapshotName(delta.name)?.createdAt ?? 0;
       metrics.saved('Incr', delta.lastRevision, createdAt, (Date.now() - started) / 1000, delta.bytes);
       metrics.deltaLag.observe((Date.now() - delta.oldestEventAt) / 1000);
@@ -483,12 +509,14 @@ export class Snapshotter {
     } catch (err) {
       if (!this.term.signal.aborted) {
         state.lastFullFailed = true;
+        state.fullRequired = true;
         metrics.failed('Full', (Date.now() - started) / 1000);
         metrics.failures.inc({ error: 'full' });
       }
       throw err;
     }
     state.lastFullFailed = false;
+    state.fullRequired = false;
     this.lastFull = saved.ref;
     metrics.saved('Full', saved.revision, saved.ref.createdAt, saved.durationMs / 1000, saved.storedSize);
     metrics.latestDeltas.set(0);
@@ -540,7 +568,10 @@ export class Snapshotter {
    */
   private noteFull(entries: readonly SnapshotRef[]): void {
     const newest = entries.findLast((e) => e.kind === 'Full');
-    if (!newest && this.lastFull) this.armFullTimer(Date.now());
+    if (!newest && this.lastFull) {
+      this.options.state.fullRequired = true;
+      this.armFullTimer(Date.now());
+    }
     this.lastFull = newest;
   }
 

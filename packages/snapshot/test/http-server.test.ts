@@ -75,7 +75,10 @@ describe('LeaderForward', () => {
       path: '/snapshot/full',
       methods: ['GET', 'POST'],
       query: ['final'],
-      handle: async (req, query) => ({ status: 200, body: { method: req.method, final: query.get('final') } }),
+      handle: async (req, query) => ({
+        status: 200,
+        body: { method: req.method, final: query.get('final'), authorization: req.headers.authorization ?? null },
+      }),
     };
     leaderServer = new HttpServer({ host: '127.0.0.1', port }, [full], () => true, context());
     await leaderServer.start();
@@ -92,7 +95,13 @@ describe('LeaderForward', () => {
     const forward = new LeaderForward(leadership('http://127.0.0.1:2379'), { serverPort: port, tls: false });
     const answer = await forward.forward(incoming(), '/snapshot/full?final=true');
     expect(answer.status).toBe(200);
-    expect(JSON.parse(String(answer.body))).toEqual({ method: 'POST', final: 'true' });
+    expect(JSON.parse(String(answer.body))).toEqual({ method: 'POST', final: 'true', authorization: null });
+  });
+
+  it("passes the caller's token on: the leader's sidecar decides as it would for a direct request", async () => {
+    const forward = new LeaderForward(leadership('http://127.0.0.1:2379'), { serverPort: port, tls: false });
+    const answer = await forward.forward(incoming({ authorization: 'Bearer t0ken' }), '/snapshot/full');
+    expect(JSON.parse(String(answer.body))).toMatchObject({ authorization: 'Bearer t0ken' });
   });
 
   it('never passes a request on twice, and says where the leader is when it cannot forward', async () => {
