@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, type KeyspaceFingerprint, keyspaceFingerprint, LocalStore } from '@etcd-steward/core';
@@ -10,6 +10,7 @@ import {
   type TestCluster,
 } from '@etcd-steward/core/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ebrLocalListing } from './ebr-local-listing.js';
 import { runProgram } from './run-program.js';
 
 /**
@@ -79,6 +80,14 @@ describe('etcd-restore of full + delta chains (programs as processes, real etcd)
     expect(result.peakRssBytes).toBeGreaterThan(0);
     expect(result.keys).toBe(fingerprint.keys);
     expect((await readdir(dir)).filter((f) => f.startsWith('.'))).toEqual([]);
+  });
+
+  it("leaves ebr's Local provider nothing but the snapshots to list (metadata and a killed writer's temp file beside them)", async () => {
+    const storeDir = join(dir, 'store');
+    await mkdir(join(storeDir, '.tmp'), { recursive: true });
+    await writeFile(join(storeDir, '.tmp', '0123456789abcdef.part'), 'half a snapshot');
+    expect((await readdir(join(storeDir, '.metadata'))).length).toBeGreaterThan(0);
+    expect(await ebrLocalListing(storeDir)).toEqual([...chain.fulls, ...chain.deltas].map((s) => s.name).sort());
   });
 
   it('restores exactly a revision in the middle of a delta (--to-revision), by the gRPC replay too', async () => {
