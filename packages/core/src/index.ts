@@ -19,6 +19,7 @@ export * from './event-time.js';
 export * from './fetch-delta.js';
 export * from './fetch-full-snapshot.js';
 export * from './free-port.js';
+export * from './fsync-path.js';
 export * from './full-snapshot-check.js';
 export * from './go-memory.js';
 export * from './keyspace-fingerprint.js';

@@ -1,6 +1,6 @@
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
-import { killRecordedChildren, UsageError } from '@etcd-steward/core';
+import { fsyncPath, killRecordedChildren, UsageError } from '@etcd-steward/core';
 
 /**
  * The target data dir and its scratch siblings. Work happens in `<data-dir>.restoring` beside the target,
@@ -45,7 +45,10 @@ export class DataDirTarget {
     return this.workDir;
   }
 
-  /** Moves the finished data dir into place: the old target is renamed away first and removed last. */
+  /**
+   * Moves the finished data dir into place: the old target is renamed away first and removed last, once the
+   * parent dir is synced (a rename survives a power loss only then; the old data must not go before it does).
+   */
   async swapIn(finished: string): Promise<void> {
     await rm(this.oldDir, { recursive: true, force: true });
     const exists = await stat(this.path).then(
@@ -54,6 +57,7 @@ export class DataDirTarget {
     );
     if (exists) await rename(this.path, this.oldDir);
     await rename(finished, this.path);
+    await fsyncPath(dirname(this.path));
     await rm(this.oldDir, { recursive: true, force: true });
   }
 

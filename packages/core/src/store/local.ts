@@ -5,6 +5,7 @@ import { dirname, join, relative, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { UsageError } from '../errors.js';
+import { fsyncPath } from '../fsync-path.js';
 import type { StoreLocation } from './location.js';
 import { checkMetadata } from './metadata.js';
 import { checkObjectName, RESERVED_FOLDERS } from './object-name.js';
@@ -205,16 +206,6 @@ export class LocalStore implements SnapStore {
 
   private legacyMetaPath(name: string): string {
     return `${join(this.root, META_DIR, ...name.split('/'))}.json`;
-  }
-}
-
-/** Files and directories alike: a rename is durable only once its directory is synced too. */
-async function fsyncPath(path: string): Promise<void> {
-  const handle = await open(path, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
   }
 }
 
