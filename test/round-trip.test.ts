@@ -86,6 +86,29 @@ describe('snapshot → restore round trip (programs as processes, real etcd)', (
     }
   });
 
+  it('never replaces a snapshot: four saves in quick succession leave four objects', async () => {
+    const quick = join(dir, 'quick-store');
+    const endpoints = cluster.endpoints.join(',');
+    const names: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const res = await runProgram('etcd-snapshot', [
+        'save',
+        '--endpoints',
+        endpoints,
+        '--store',
+        `file://${quick}`,
+        '--compression',
+        'none',
+        '--output',
+        'json',
+      ]);
+      expect(res.code).toBe(0);
+      names.push(JSON.parse(res.stdout).name);
+    }
+    expect(new Set(names).size).toBe(4);
+    expect((await readdir(join(quick, 'v2'))).sort()).toEqual(names.map((n) => n.slice(3)).sort());
+  });
+
   it('refuses bad input with exit 2 and a one-line reason, touching nothing', async () => {
     const endpoints = cluster.endpoints.join(',');
     const scheme = await runProgram('etcd-snapshot', ['save', '--endpoints', endpoints, '--store', 'ftp://x/y']);
