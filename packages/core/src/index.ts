@@ -18,6 +18,7 @@ export * from './etcd-watch.js';
 export * from './event-time.js';
 export * from './fetch-delta.js';
 export * from './fetch-full-snapshot.js';
+export * from './format-bytes.js';
 export * from './free-port.js';
 export * from './fsync-path.js';
 export * from './full-snapshot-check.js';

@@ -1,6 +1,7 @@
 import {
   type CatalogEntry,
   type ChainTarget,
+  formatBytes,
   listSnapshots,
   OperationError,
   planChains,
@@ -115,16 +116,4 @@ export function formatPlan(plan: RestorePlan): string {
     if (chain.gap) lines.push(`  missing: revisions ${chain.gap.from}..${chain.gap.to} are in no delta`);
   });
   return `${lines.join('\n')}\n`;
-}
-
-export function formatBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
-  let value = n / 1024;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit++;
-  }
-  return `${value.toFixed(1)} ${units[unit]}`;
 }
