@@ -218,6 +218,25 @@ describe('etcd-restore when things go wrong (programs as processes, real etcd)',
     }
   });
 
+  it('says so when a gs:// store has no credentials, and where they were looked for (exit 2, nothing touched)', async () => {
+    const home = join(dir, 'empty-home');
+    await mkdir(home, { recursive: true });
+    const target = join(dir, 'gcs-target');
+    const res = await runProgram('etcd-restore', ['--store', 'gs://backups/etcd', '--data-dir', target], {
+      GOOGLE_APPLICATION_CREDENTIALS: '',
+      STORAGE_EMULATOR_HOST: '',
+      HOME: home, // no gcloud application-default credentials
+      GCE_METADATA_HOST: `127.0.0.1:${await freePort()}`, // a metadata server that does not answer
+    });
+    expect(res.code).toBe(2);
+    expect(res.stderr.trim().split('\n')).toHaveLength(1);
+    expect(res.stderr).toMatch(
+      /gs:\/\/backups\/etcd: no Google credentials found: GOOGLE_APPLICATION_CREDENTIALS is not set, .*gcloud.*metadata server/,
+    );
+    expect(res.stderr).not.toMatch(/Warning|ENOTFOUND|ECONNREFUSED/);
+    expect(await exists(target)).toBe(false);
+  });
+
   it('refuses every misuse with exit 2 and one line, touching nothing', async () => {
     const store = `file://${join(dir, 'store')}`;
     const target = join(dir, 'misuse');
