@@ -102,7 +102,19 @@ describe('etcd-restore of full + delta chains (programs as processes, real etcd)
   });
 
   it('restores the state at a moment (--to-time), by the times recorded with the events', async () => {
-    const moment = new Date(chain.timeOf(midRevision).getTime() + 500).toISOString();
+    const moment = new Date(chain.timeOf(midRevision).getTime() + 500).toISOString().replace('Z', '000001Z');
+    // the dry run reaches the revision the restore reaches, and shows the time to the nanosecond, as compared
+    const args = ['--store', storeUrl, '--data-dir', join(dir, 'to-time-plan'), '--to-time', moment, '--dry-run'];
+    const plan = await runProgram('etcd-restore', [...args, '--output', 'json']);
+    expect(plan.code).toBe(0);
+    expect(JSON.parse(plan.stdout)).toMatchObject({
+      target: { revision: midRevision, time: moment },
+      chains: [{ reaches: midRevision }, { reaches: midRevision }],
+    });
+    const text = await runProgram('etcd-restore', args);
+    expect(text.stdout).toContain(`plan: restore the state at ${moment} from ${storeUrl}`);
+    expect(text.stdout).toContain(`chain: reaches revision ${midRevision}, `);
+
     const { result, fingerprint } = await restoreOne('to-time', ['--to-time', moment]);
     expect(result.revision).toBe(midRevision);
     expect(fingerprint).toEqual(source.get(midRevision));

@@ -255,6 +255,13 @@ describe('etcd-restore when things go wrong (programs as processes, real etcd)',
         /past the newest revision/,
       ],
       [['--store', store, '--data-dir', target, '--to-revision', '2'], /before the oldest full snapshot/],
+      // a dry run fails where the run would
+      [['--store', store, '--data-dir', occupied, '--dry-run'], /is not empty: pass --force/],
+      // a time after the newest snapshot is past what the store holds, as a revision past the newest is
+      [
+        ['--store', store, '--data-dir', target, '--to-time', '2099-01-01T00:00:00.123456789Z'],
+        /--to-time 2099-01-01T00:00:00\.123456789Z is past the newest snapshot/,
+      ],
       [['--store', store, '--data-dir', target, '--to-time', 'yesterday'], /not an RFC 3339 time/],
       [['--store', store, '--data-dir', target, '--to-time', '2026-01-01T00:00:00Z', '--to-revision', '5'], /give one/],
       [['--store', store, '--data-dir', target, '--max-fetchers', '0'], /--max-fetchers/],

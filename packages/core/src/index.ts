@@ -47,3 +47,4 @@ export * from './spawned-etcd.js';
 export * from './store/index.js';
 export * from './stored-digest.js';
 export * from './take-full-snapshot.js';
+export * from './time-cut.js';

@@ -18,8 +18,11 @@ export class DataDirTarget {
     this.oldDir = join(dirname(this.path), `.${basename(this.path)}.replaced`);
   }
 
-  /** Refuses a non-empty target unless `force`; said before any work starts. */
-  async check(force: boolean): Promise<void> {
+  /**
+   * Refuses a non-empty target unless `force`; said before any work starts. Creates the parent dir (so that a
+   * path that can never be one is refused now), unless `create` is false (a dry run).
+   */
+  async check(force: boolean, options: { create?: boolean } = {}): Promise<void> {
     const entries = await readdir(this.path).catch((err: NodeJS.ErrnoException) => {
       if (err.code === 'ENOENT') return [];
       if (err.code === 'ENOTDIR') throw new UsageError(`--data-dir ${this.path} is a file, not a directory`);
@@ -30,6 +33,7 @@ export class DataDirTarget {
         `--data-dir ${this.path} is not empty: pass --force to replace it, or choose another directory`,
       );
     }
+    if (options.create === false) return;
     try {
       await mkdir(dirname(this.path), { recursive: true });
     } catch (err) {

@@ -67,11 +67,7 @@ export interface RestoreResult {
 export async function restore(options: RestoreOptions): Promise<RestoreResult> {
   const logger = options.logger ?? silentLogger;
   const started = Date.now();
-  const target = new DataDirTarget(options.dataDir);
-  await target.check(options.force ?? false);
-  const binaries = await findEtcdBinaries(options.etcdBinDir);
-  const store = await openStore(options.store);
-  const plan = await planRestore(store, options).finally(() => store.close?.());
+  const { target, binaries, plan } = await checkAndPlan(options);
   const workDir = await target.prepare();
   const skipped: RestoreResult['skipped'] = [];
   const method = options.replay ?? 'direct';
@@ -98,8 +94,8 @@ export async function restore(options: RestoreOptions): Promise<RestoreResult> {
           {
             storeUrl: options.store,
             chain,
-            toRevision: options.toRevision,
-            toTimeNanos: options.toTimeNanos,
+            // the plan found the revision a time target reaches: the replay goes exactly there
+            toRevision: options.toRevision ?? (plan.toTimeNanos !== undefined ? chain.lastRevision : undefined),
             workDir: join(workDir, 'replay'),
             engineDir: workDir,
             method,
@@ -157,6 +153,23 @@ export async function restore(options: RestoreOptions): Promise<RestoreResult> {
   } finally {
     await target.cleanup();
   }
+}
+
+/**
+ * Everything a restore checks before it works, and its plan: `--dry-run` is this alone, so that it fails
+ * where the run would (an occupied data dir, no etcd binaries, a target the store cannot meet, exit 2) and
+ * prints the chains the run will replay, to the revisions it will reach. It creates nothing.
+ */
+export async function checkAndPlan(
+  options: RestoreOptions,
+  dryRun = false,
+): Promise<{ target: DataDirTarget; binaries: EtcdBinaries; plan: RestorePlan }> {
+  const target = new DataDirTarget(options.dataDir);
+  await target.check(options.force ?? false, { create: !dryRun });
+  const binaries = await findEtcdBinaries(options.etcdBinDir);
+  const store = await openStore(options.store);
+  const plan = await planRestore(store, options, { signal: options.signal }).finally(() => store.close?.());
+  return { target, binaries, plan };
 }
 
 /** Where the member's data dir is made, in the work dir, before it is swapped in. */
