@@ -1,8 +1,11 @@
+import { createWriteStream } from 'node:fs';
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freePort, type KeyspaceFingerprint, keyspaceFingerprint, LocalStore } from '@etcd-steward/core';
+import { compressor, freePort, type KeyspaceFingerprint, keyspaceFingerprint, LocalStore } from '@etcd-steward/core';
 import {
   buildChainStore,
   type ChainStore,
@@ -132,6 +135,46 @@ describe('etcd-restore when things go wrong (programs as processes, real etcd)',
       reason: expect.stringMatching(/truncated|incomplete/),
     });
     expect(await fingerprintOf(partial, 'truncated')).toEqual(source.get(damaged.startRevision - 1));
+  });
+
+  it('stops a decompression bomb (a full snapshot, a delta) at a bound, with a clear error and the target untouched', async () => {
+    const store = await storeCopy('store-bomb');
+    const last = chain.lastRevision;
+    const pad = (n: number) => String(n).padStart(8, '0');
+    const at = (revision: number) => Math.floor(chain.timeOf(revision).getTime() / 1000);
+    // 512 MiB of zeros: a few KiB of zstd each; the full snapshot's start is a real db, which it must pass
+    // for. The newest full snapshot is one, so the restore falls back to the previous chain, which ends with
+    // the other.
+    const fullBomb = `v2/Full-00000000-${pad(last + 10)}-${at(last + 10)}.zst`;
+    const deltaBomb = `v2/Incr-${pad(last + 1)}-${pad(last + 10)}-${at(last + 10) - 1}.zst`;
+    await writeBomb(join(store, fullBomb), await readFile(join(store, chain.fulls[1].name)), 512 << 20);
+    await writeBomb(join(store, deltaBomb), Buffer.from('['), 512 << 20);
+    const target = join(dir, 'bomb');
+    await mkdir(target);
+    await writeFile(join(target, 'keep'), 'mine');
+
+    let peak = 0;
+    let watching = true;
+    const workDir = join(dir, '.bomb.restoring');
+    const watcher = (async () => {
+      while (watching) {
+        peak = Math.max(peak, await bytesUnder(workDir));
+        await sleep(20);
+      }
+    })();
+    const res = await restore(store, 'bomb', ['--force']);
+    watching = false;
+    await watcher;
+
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(new RegExp(`${fullBomb}.*decompresses to more than 64\\.0 MiB`));
+    expect(res.stderr).toMatch(
+      new RegExp(`"level":"error".*${deltaBomb} is damaged or hostile: it decompresses to more than 64\\.0 MiB`),
+    );
+    expect(peak).toBeGreaterThan(0);
+    expect(peak).toBeLessThan(160 << 20); // the previous full snapshot and one capped delta, never 512 MiB
+    expect(await readdir(target)).toEqual(['keep']);
+    expect(await exists(workDir)).toBe(false);
   });
 
   it('names the missing revisions when a delta is gone, and restores what is left with --allow-partial', async () => {
@@ -283,3 +326,27 @@ describe('etcd-restore when things go wrong (programs as processes, real etcd)',
     expect((await readdir(dir)).filter((f) => f.startsWith('.'))).toEqual([]);
   });
 });
+
+/** `start`, then `size` zero bytes, zstd-compressed, into `file`. */
+async function writeBomb(file: string, start: Buffer, size: number): Promise<void> {
+  const zeros = Buffer.alloc(1 << 20);
+  await pipeline(
+    Readable.from(
+      (function* () {
+        yield start;
+        for (let n = 0; n < size; n += zeros.length) yield zeros;
+      })(),
+    ),
+    compressor('zstd'),
+    createWriteStream(file),
+  );
+}
+
+/** Bytes in the files under `dir` (0 when it is not there). */
+async function bytesUnder(dir: string): Promise<number> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
+  let total = 0;
+  for (const e of entries)
+    if (e.isFile()) total += (await stat(join(e.parentPath, e.name)).catch(() => undefined))?.size ?? 0;
+  return total;
+}

@@ -4,6 +4,7 @@ export * from './bbolt-page-writer.js';
 export * from './cli.js';
 export * from './compression.js';
 export * from './db-file-revision.js';
+export * from './decompressed-limit.js';
 export * from './delta-format.js';
 export * from './delta-revisions.js';
 export * from './direct-replay-engine.js';

@@ -41,6 +41,8 @@ export interface SavedFullSnapshot {
 
 /** Object metadata we add; ebr ignores it. Lower-case keys so every provider keeps them. */
 export const METADATA_ETCD_VERSION = 'etcd-version';
+/** The db's size as etcd sent it (with its trailer): a restore decompresses no more than this. */
+export const METADATA_DB_SIZE = 'db-size';
 
 /**
  * etcd → verify (sha256 trailer) → compress → temp file → store. The db streams through in bounded
@@ -78,7 +80,11 @@ export async function takeFullSnapshot(options: FullSnapshotOptions): Promise<Sa
     });
     const put = {
       signal: options.signal,
-      metadata: { [METADATA_SHA256]: stored.sha256(), [METADATA_ETCD_VERSION]: status.version },
+      metadata: {
+        [METADATA_SHA256]: stored.sha256(),
+        [METADATA_ETCD_VERSION]: status.version,
+        [METADATA_DB_SIZE]: String(facts.size),
+      },
     };
     await (options.store.putFile
       ? options.store.putFile(name, temp, put)

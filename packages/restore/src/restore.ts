@@ -1,9 +1,10 @@
 import { rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import {
   type ChainReplayResult,
   dbFileRevision,
   type EtcdBinaries,
+  errorMessage,
   findEtcdBinaries,
   inspectDataDir,
   type Logger,
@@ -150,6 +151,15 @@ export async function restore(options: RestoreOptions): Promise<RestoreResult> {
     throw new OperationError(
       `no full snapshot in ${plan.store} passed verification (${skipped.map((s) => s.name).join(', ')}); nothing was restored`,
     );
+  } catch (err) {
+    // The child reports errors as messages: the code is in the text.
+    if ((err as NodeJS.ErrnoException).code === 'ENOSPC' || /\bENOSPC\b/.test(errorMessage(err))) {
+      throw new OperationError(
+        `no space left on the device of ${dirname(target.path)}, where the restore works beside --data-dir: free space there (the restore needs about twice the db size), or restore into a larger volume; the target was left as it was`,
+        { cause: err },
+      );
+    }
+    throw err;
   } finally {
     await target.cleanup();
   }
