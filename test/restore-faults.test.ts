@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -5,6 +6,7 @@ import { basename, join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
 import { compressor, freePort, type KeyspaceFingerprint, keyspaceFingerprint, LocalStore } from '@etcd-steward/core';
 import {
   buildChainStore,
@@ -17,6 +19,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startS3Target } from '../packages/core/test/store/s3-target.js';
 import { runProgram, startProgram } from './run-program.js';
 import { startFaultProxy } from './servers/fault-proxy.js';
+
+const execFileAsync = promisify(execFile);
 
 /** What must happen when parts of the store are damaged, missing or unreachable, or the restore is killed. */
 describe('etcd-restore when things go wrong (programs as processes, real etcd)', () => {
@@ -175,6 +179,37 @@ describe('etcd-restore when things go wrong (programs as processes, real etcd)',
     expect(peak).toBeLessThan(160 << 20); // the previous full snapshot and one capped delta, never 512 MiB
     expect(await readdir(target)).toEqual(['keep']);
     expect(await exists(workDir)).toBe(false);
+  });
+
+  it('says plainly when the disk is full (ENOSPC), removes its scratch dir and leaves the target as it was', async (ctx) => {
+    // A file system smaller than the snapshot: a tmpfs, which only root may mount.
+    const volume = join(dir, 'small-volume');
+    await mkdir(volume);
+    const mounted = await execFileAsync('mount', ['-t', 'tmpfs', '-o', 'size=128k', 'tmpfs', volume]).then(
+      () => true,
+      () => false,
+    );
+    if (!mounted) return ctx.skip();
+    try {
+      const target = join(volume, 'etcd');
+      await mkdir(target);
+      await writeFile(join(target, 'keep'), 'mine');
+      const res = await runProgram('etcd-restore', [
+        '--store',
+        `file://${join(dir, 'store')}`,
+        '--data-dir',
+        target,
+        '--force',
+      ]);
+      expect(res.code).toBe(1);
+      expect(res.stderr).toMatch(
+        /"level":"error".*no space left on the device of .*small-volume.*the target was left as it was/,
+      );
+      expect(await readdir(volume)).toEqual(['etcd']);
+      expect(await readdir(target)).toEqual(['keep']);
+    } finally {
+      await execFileAsync('umount', [volume]);
+    }
   });
 
   it('names the missing revisions when a delta is gone, and restores what is left with --allow-partial', async () => {
