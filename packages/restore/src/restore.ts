@@ -28,8 +28,6 @@ export interface RestoreOptions extends RestoreRequest {
   dataDir: string;
   member: MemberConfig;
   force?: boolean;
-  /** Only the time target's exact form (RFC 3339, nanoseconds) decides which revisions go in. */
-  toTimeNanos?: bigint;
   /** On a damaged or missing delta, restore up to the last good revision and report what was lost. */
   allowPartial?: boolean;
   maxFetchers?: number;

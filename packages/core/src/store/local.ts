@@ -153,14 +153,11 @@ export class LocalStore implements SnapStore {
         const name = relative(metaRoot, full).slice(0, -'.json'.length).split(sep).join('/');
         const current = this.metaPath(name);
         // a file at the new name was written later than the old one, and wins
-        if (
-          await stat(current).then(
-            () => true,
-            () => false,
-          )
-        )
-          await rm(full, { force: true });
-        else await rename(full, current);
+        const superseded = await stat(current).then(
+          () => true,
+          () => false,
+        );
+        await (superseded ? rm(full, { force: true }) : rename(full, current));
       }
     }
   }
