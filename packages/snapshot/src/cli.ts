@@ -48,7 +48,7 @@ await programArgs('etcd-snapshot')
   )
   .command(
     'list',
-    "List the store's snapshots, oldest first",
+    "List the store's snapshots by the time they were taken, oldest first",
     (y) => storeOption(y),
     (args) =>
       runProgram(args.output, async ({ output }) => {
