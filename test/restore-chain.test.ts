@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, type KeyspaceFingerprint, keyspaceFingerprint, LocalStore } from '@etcd-steward/core';
@@ -10,6 +10,7 @@ import {
   type TestCluster,
 } from '@etcd-steward/core/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ebrLocalListing } from './ebr-local-listing.js';
 import { runProgram } from './run-program.js';
 
 /**
@@ -81,6 +82,14 @@ describe('etcd-restore of full + delta chains (programs as processes, real etcd)
     expect((await readdir(dir)).filter((f) => f.startsWith('.'))).toEqual([]);
   });
 
+  it("leaves ebr's Local provider nothing but the snapshots to list (metadata and a killed writer's temp file beside them)", async () => {
+    const storeDir = join(dir, 'store');
+    await mkdir(join(storeDir, '.tmp'), { recursive: true });
+    await writeFile(join(storeDir, '.tmp', '0123456789abcdef.part'), 'half a snapshot');
+    expect((await readdir(join(storeDir, '.metadata'))).length).toBeGreaterThan(0);
+    expect(await ebrLocalListing(storeDir)).toEqual([...chain.fulls, ...chain.deltas].map((s) => s.name).sort());
+  });
+
   it('restores exactly a revision in the middle of a delta (--to-revision), by the gRPC replay too', async () => {
     const { result, fingerprint } = await restoreOne('to-revision', [
       '--to-revision',
@@ -93,7 +102,19 @@ describe('etcd-restore of full + delta chains (programs as processes, real etcd)
   });
 
   it('restores the state at a moment (--to-time), by the times recorded with the events', async () => {
-    const moment = new Date(chain.timeOf(midRevision).getTime() + 500).toISOString();
+    const moment = new Date(chain.timeOf(midRevision).getTime() + 500).toISOString().replace('Z', '000001Z');
+    // the dry run reaches the revision the restore reaches, and shows the time to the nanosecond, as compared
+    const args = ['--store', storeUrl, '--data-dir', join(dir, 'to-time-plan'), '--to-time', moment, '--dry-run'];
+    const plan = await runProgram('etcd-restore', [...args, '--output', 'json']);
+    expect(plan.code).toBe(0);
+    expect(JSON.parse(plan.stdout)).toMatchObject({
+      target: { revision: midRevision, time: moment },
+      chains: [{ reaches: midRevision }, { reaches: midRevision }],
+    });
+    const text = await runProgram('etcd-restore', args);
+    expect(text.stdout).toContain(`plan: restore the state at ${moment} from ${storeUrl}`);
+    expect(text.stdout).toContain(`chain: reaches revision ${midRevision}, `);
+
     const { result, fingerprint } = await restoreOne('to-time', ['--to-time', moment]);
     expect(result.revision).toBe(midRevision);
     expect(fingerprint).toEqual(source.get(midRevision));

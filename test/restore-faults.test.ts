@@ -1,8 +1,13 @@
+import { execFile } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freePort, type KeyspaceFingerprint, keyspaceFingerprint, LocalStore } from '@etcd-steward/core';
+import { promisify } from 'node:util';
+import { compressor, freePort, type KeyspaceFingerprint, keyspaceFingerprint, LocalStore } from '@etcd-steward/core';
 import {
   buildChainStore,
   type ChainStore,
@@ -14,6 +19,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startS3Target } from '../packages/core/test/store/s3-target.js';
 import { runProgram, startProgram } from './run-program.js';
 import { startFaultProxy } from './servers/fault-proxy.js';
+
+const execFileAsync = promisify(execFile);
 
 /** What must happen when parts of the store are damaged, missing or unreachable, or the restore is killed. */
 describe('etcd-restore when things go wrong (programs as processes, real etcd)', () => {
@@ -134,6 +141,77 @@ describe('etcd-restore when things go wrong (programs as processes, real etcd)',
     expect(await fingerprintOf(partial, 'truncated')).toEqual(source.get(damaged.startRevision - 1));
   });
 
+  it('stops a decompression bomb (a full snapshot, a delta) at a bound, with a clear error and the target untouched', async () => {
+    const store = await storeCopy('store-bomb');
+    const last = chain.lastRevision;
+    const pad = (n: number) => String(n).padStart(8, '0');
+    const at = (revision: number) => Math.floor(chain.timeOf(revision).getTime() / 1000);
+    // 512 MiB of zeros: a few KiB of zstd each; the full snapshot's start is a real db, which it must pass
+    // for. The newest full snapshot is one, so the restore falls back to the previous chain, which ends with
+    // the other.
+    const fullBomb = `v2/Full-00000000-${pad(last + 10)}-${at(last + 10)}.zst`;
+    const deltaBomb = `v2/Incr-${pad(last + 1)}-${pad(last + 10)}-${at(last + 10) - 1}.zst`;
+    await writeBomb(join(store, fullBomb), await readFile(join(store, chain.fulls[1].name)), 512 << 20);
+    await writeBomb(join(store, deltaBomb), Buffer.from('['), 512 << 20);
+    const target = join(dir, 'bomb');
+    await mkdir(target);
+    await writeFile(join(target, 'keep'), 'mine');
+
+    let peak = 0;
+    let watching = true;
+    const workDir = join(dir, '.bomb.restoring');
+    const watcher = (async () => {
+      while (watching) {
+        peak = Math.max(peak, await bytesUnder(workDir));
+        await sleep(20);
+      }
+    })();
+    const res = await restore(store, 'bomb', ['--force']);
+    watching = false;
+    await watcher;
+
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(new RegExp(`${fullBomb}.*decompresses to more than 64\\.0 MiB`));
+    expect(res.stderr).toMatch(
+      new RegExp(`"level":"error".*${deltaBomb} is damaged or hostile: it decompresses to more than 64\\.0 MiB`),
+    );
+    expect(peak).toBeGreaterThan(0);
+    expect(peak).toBeLessThan(160 << 20); // the previous full snapshot and one capped delta, never 512 MiB
+    expect(await readdir(target)).toEqual(['keep']);
+    expect(await exists(workDir)).toBe(false);
+  });
+
+  it('says plainly when the disk is full (ENOSPC), removes its scratch dir and leaves the target as it was', async (ctx) => {
+    // A file system smaller than the snapshot: a tmpfs, which only root may mount.
+    const volume = join(dir, 'small-volume');
+    await mkdir(volume);
+    const mounted = await execFileAsync('mount', ['-t', 'tmpfs', '-o', 'size=128k', 'tmpfs', volume]).then(
+      () => true,
+      () => false,
+    );
+    if (!mounted) return ctx.skip();
+    try {
+      const target = join(volume, 'etcd');
+      await mkdir(target);
+      await writeFile(join(target, 'keep'), 'mine');
+      const res = await runProgram('etcd-restore', [
+        '--store',
+        `file://${join(dir, 'store')}`,
+        '--data-dir',
+        target,
+        '--force',
+      ]);
+      expect(res.code).toBe(1);
+      expect(res.stderr).toMatch(
+        /"level":"error".*no space left on the device of .*small-volume.*the target was left as it was/,
+      );
+      expect(await readdir(volume)).toEqual(['etcd']);
+      expect(await readdir(target)).toEqual(['keep']);
+    } finally {
+      await execFileAsync('umount', [volume]);
+    }
+  });
+
   it('names the missing revisions when a delta is gone, and restores what is left with --allow-partial', async () => {
     const store = await storeCopy('store-missing');
     const gone = chain.deltas[1];
@@ -218,6 +296,25 @@ describe('etcd-restore when things go wrong (programs as processes, real etcd)',
     }
   });
 
+  it('says so when a gs:// store has no credentials, and where they were looked for (exit 2, nothing touched)', async () => {
+    const home = join(dir, 'empty-home');
+    await mkdir(home, { recursive: true });
+    const target = join(dir, 'gcs-target');
+    const res = await runProgram('etcd-restore', ['--store', 'gs://backups/etcd', '--data-dir', target], {
+      GOOGLE_APPLICATION_CREDENTIALS: '',
+      STORAGE_EMULATOR_HOST: '',
+      HOME: home, // no gcloud application-default credentials
+      GCE_METADATA_HOST: `127.0.0.1:${await freePort()}`, // a metadata server that does not answer
+    });
+    expect(res.code).toBe(2);
+    expect(res.stderr.trim().split('\n')).toHaveLength(1);
+    expect(res.stderr).toMatch(
+      /gs:\/\/backups\/etcd: no Google credentials found: GOOGLE_APPLICATION_CREDENTIALS is not set, .*gcloud.*metadata server/,
+    );
+    expect(res.stderr).not.toMatch(/Warning|ENOTFOUND|ECONNREFUSED/);
+    expect(await exists(target)).toBe(false);
+  });
+
   it('refuses every misuse with exit 2 and one line, touching nothing', async () => {
     const store = `file://${join(dir, 'store')}`;
     const target = join(dir, 'misuse');
@@ -236,6 +333,13 @@ describe('etcd-restore when things go wrong (programs as processes, real etcd)',
         /past the newest revision/,
       ],
       [['--store', store, '--data-dir', target, '--to-revision', '2'], /before the oldest full snapshot/],
+      // a dry run fails where the run would
+      [['--store', store, '--data-dir', occupied, '--dry-run'], /is not empty: pass --force/],
+      // a time after the newest snapshot is past what the store holds, as a revision past the newest is
+      [
+        ['--store', store, '--data-dir', target, '--to-time', '2099-01-01T00:00:00.123456789Z'],
+        /--to-time 2099-01-01T00:00:00\.123456789Z is past the newest snapshot/,
+      ],
       [['--store', store, '--data-dir', target, '--to-time', 'yesterday'], /not an RFC 3339 time/],
       [['--store', store, '--data-dir', target, '--to-time', '2026-01-01T00:00:00Z', '--to-revision', '5'], /give one/],
       [['--store', store, '--data-dir', target, '--max-fetchers', '0'], /--max-fetchers/],
@@ -257,3 +361,27 @@ describe('etcd-restore when things go wrong (programs as processes, real etcd)',
     expect((await readdir(dir)).filter((f) => f.startsWith('.'))).toEqual([]);
   });
 });
+
+/** `start`, then `size` zero bytes, zstd-compressed, into `file`. */
+async function writeBomb(file: string, start: Buffer, size: number): Promise<void> {
+  const zeros = Buffer.alloc(1 << 20);
+  await pipeline(
+    Readable.from(
+      (function* () {
+        yield start;
+        for (let n = 0; n < size; n += zeros.length) yield zeros;
+      })(),
+    ),
+    compressor('zstd'),
+    createWriteStream(file),
+  );
+}
+
+/** Bytes in the files under `dir` (0 when it is not there). */
+async function bytesUnder(dir: string): Promise<number> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
+  let total = 0;
+  for (const e of entries)
+    if (e.isFile()) total += (await stat(join(e.parentPath, e.name)).catch(() => undefined))?.size ?? 0;
+  return total;
+}

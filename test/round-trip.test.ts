@@ -86,6 +86,77 @@ describe('snapshot → restore round trip (programs as processes, real etcd)', (
     }
   });
 
+  it('never replaces a snapshot: four saves in quick succession leave four objects', async () => {
+    const quick = join(dir, 'quick-store');
+    const endpoints = cluster.endpoints.join(',');
+    const names: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const res = await runProgram('etcd-snapshot', [
+        'save',
+        '--endpoints',
+        endpoints,
+        '--store',
+        `file://${quick}`,
+        '--compression',
+        'none',
+        '--output',
+        'json',
+      ]);
+      expect(res.code).toBe(0);
+      names.push(JSON.parse(res.stdout).name);
+    }
+    expect(new Set(names).size).toBe(4);
+    expect((await readdir(join(quick, 'v2'))).sort()).toEqual(names.map((n) => n.slice(3)).sort());
+  });
+
+  it('save prints the name, revision and both sizes; list gives one order (time taken) and the same fields as text and JSON', async () => {
+    const listed = join(dir, 'listed-store');
+    const endpoints = cluster.endpoints.join(',');
+    const saved = await runProgram('etcd-snapshot', ['save', '--endpoints', endpoints, '--store', `file://${listed}`]);
+    expect(saved.code).toBe(0);
+    expect(saved.stdout).toMatch(
+      new RegExp(
+        `^saved file://.*/v2/Full-\\S+\\.zst \\(revision ${source.revision}, db [\\d.]+ MiB, stored [\\d.]+ [KM]iB\\)\\n$`,
+      ),
+    );
+    // ebr's delta ending where the next full snapshot begins: same last revision, taken earlier
+    const savedName = (await readdir(join(listed, 'v2')))[0];
+    const savedAt = Number(/-(\d+)\.zst$/.exec(savedName)![1]);
+    const delta = `Incr-${String(source.revision - 5).padStart(8, '0')}-${String(source.revision).padStart(8, '0')}-${savedAt - 30}.gz`;
+    await writeFile(join(listed, 'v2', delta), Buffer.alloc(2048));
+
+    const json = await runProgram('etcd-snapshot', ['list', '--store', `file://${listed}`, '--output', 'json']);
+    expect(json.code).toBe(0);
+    const entries = JSON.parse(json.stdout);
+    expect(entries.map((e: { name: string }) => e.name)).toEqual([`v2/${delta}`, `v2/${savedName}`]);
+    expect(entries[0]).toEqual({
+      kind: 'Incr',
+      startRevision: source.revision - 5,
+      lastRevision: source.revision,
+      taken: new Date((savedAt - 30) * 1000).toISOString().replace('.000Z', 'Z'),
+      bytes: 2048,
+      compression: 'gzip',
+      final: false,
+      name: `v2/${delta}`,
+    });
+    expect(entries[1].compression).toBe('zstd');
+
+    const text = await runProgram('etcd-snapshot', ['list', '--store', `file://${listed}`]);
+    const rows = text.stdout.trim().split('\n');
+    expect(rows[0].split(/\s{2,}/)).toEqual([
+      'KIND',
+      'START',
+      'LAST',
+      'TAKEN (UTC)',
+      'SIZE',
+      'COMPRESSION',
+      'FINAL',
+      'NAME',
+    ]);
+    expect(rows[1]).toMatch(new RegExp(`^Incr .* 2\\.0 KiB +gzip +v2/${delta}$`));
+    expect(rows[2]).toMatch(/^Full .* [\d.]+ [KM]iB +zstd +v2\/Full-/);
+  });
+
   it('refuses bad input with exit 2 and a one-line reason, touching nothing', async () => {
     const endpoints = cluster.endpoints.join(',');
     const scheme = await runProgram('etcd-snapshot', ['save', '--endpoints', endpoints, '--store', 'ftp://x/y']);

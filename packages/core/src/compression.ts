@@ -16,6 +16,12 @@ export function compressionSuffix(policy: CompressionPolicy): CompressionSuffix 
   return SUFFIX[policy];
 }
 
+/** The compression of a snapshot by the name `--compression` uses (`lzw` for ebr's `.Z`, which we only read). */
+export function compressionName(suffix: CompressionSuffix): string {
+  if (suffix === '.Z') return 'lzw';
+  return COMPRESSION_POLICIES.find((policy) => SUFFIX[policy] === suffix) ?? suffix;
+}
+
 export function parseCompressionPolicy(value: string): CompressionPolicy {
   if ((COMPRESSION_POLICIES as readonly string[]).includes(value)) return value as CompressionPolicy;
   throw new UsageError(`--compression "${value}" is not one of ${COMPRESSION_POLICIES.join(', ')}`);

@@ -14,3 +14,11 @@ export function parseRfc3339Nanos(text: string): bigint | undefined {
   if (Number.isNaN(ms)) return undefined;
   return BigInt(ms) * 1_000_000n + BigInt((m[3] ?? '').padEnd(9, '0') || '0');
 }
+
+/** Nanoseconds since the epoch as RFC 3339 in UTC with all nine digits: the time exactly as it is compared. */
+export function formatRfc3339Nanos(nanos: bigint): string {
+  const seconds = nanos / 1_000_000_000n - (nanos % 1_000_000_000n < 0n ? 1n : 0n);
+  const fraction = nanos - seconds * 1_000_000_000n;
+  const whole = new Date(Number(seconds) * 1000).toISOString().slice(0, 19);
+  return `${whole}.${String(fraction).padStart(9, '0')}Z`;
+}

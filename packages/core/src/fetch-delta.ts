@@ -2,6 +2,7 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { pipeline as pipelineCallback, Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { decompressor } from './compression.js';
+import { DecompressedLimit, decompressedLimit, MAX_COMPRESSION_RATIO } from './decompressed-limit.js';
 import { DELTA_TRAILER, DeltaDecoder, type DeltaEvent } from './delta-format.js';
 import { IntegrityError } from './errors.js';
 import { boundedMemory } from './memory-bound.js';
@@ -37,6 +38,11 @@ export async function fetchDelta(
     await store.get(entry.name),
     stored,
     decompressor(entry.compression),
+    new DecompressedLimit(
+      decompressedLimit(entry.size),
+      label,
+      `${MAX_COMPRESSION_RATIO} times its stored size, or 64 MiB`,
+    ),
     boundedMemory(),
     check,
     createWriteStream(file),

@@ -1,6 +1,7 @@
 import { createWriteStream } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import { decompressor } from './compression.js';
+import { DecompressedLimit, decompressedLimit, MAX_COMPRESSION_RATIO } from './decompressed-limit.js';
 import { IntegrityError } from './errors.js';
 import { FullSnapshotCheck, type FullSnapshotFacts } from './full-snapshot-check.js';
 import { type Logger, silentLogger } from './logger.js';
@@ -9,6 +10,7 @@ import { byteProgress } from './progress.js';
 import type { CatalogEntry } from './snapshot-catalog.js';
 import type { SnapStore } from './store/snapstore.js';
 import { StoredDigest, verifyStoredDigest } from './stored-digest.js';
+import { METADATA_DB_SIZE } from './take-full-snapshot.js';
 
 /**
  * Downloads a full snapshot into `file`, decompressed, and verifies it on the way: the stored bytes
@@ -24,11 +26,19 @@ export async function fetchFullSnapshot(
   const label = `${store.location}/${entry.name}`;
   const stored = new StoredDigest();
   const check = new FullSnapshotCheck(label);
+  const recorded = await recordedDbSize(store, entry);
   await pipeline(
     await store.get(entry.name),
     stored,
     byteProgress(options.logger ?? silentLogger, 'download', entry.size),
     decompressor(entry.compression),
+    new DecompressedLimit(
+      decompressedLimit(entry.size, recorded),
+      label,
+      recorded !== undefined
+        ? 'the db size recorded when it was stored'
+        : `${MAX_COMPRESSION_RATIO} times its stored size, or 64 MiB`,
+    ),
     boundedMemory(),
     check,
     createWriteStream(file),
@@ -42,4 +52,11 @@ export async function fetchFullSnapshot(
     throw new IntegrityError(`${label} holds revision ${facts.revision}, but its name says ${entry.lastRevision}`);
   }
   return facts;
+}
+
+/** The db size we record with a full snapshot (ebr records none); S3 listings carry no metadata, so ask. */
+async function recordedDbSize(store: SnapStore, entry: CatalogEntry): Promise<number | undefined> {
+  const value = entry.metadata[METADATA_DB_SIZE] ?? (await store.stat(entry.name))?.metadata[METADATA_DB_SIZE];
+  const size = Number(value);
+  return value !== undefined && Number.isSafeInteger(size) && size > 0 ? size : undefined;
 }

@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { type CompressionPolicy, compressionSuffix, compressor } from './compression.js';
+import { OperationError } from './errors.js';
 import type { EtcdConnection } from './etcd-client.js';
 import { reachMember } from './etcd-status.js';
 import { FullSnapshotCheck } from './full-snapshot-check.js';
@@ -40,6 +41,8 @@ export interface SavedFullSnapshot {
 
 /** Object metadata we add; ebr ignores it. Lower-case keys so every provider keeps them. */
 export const METADATA_ETCD_VERSION = 'etcd-version';
+/** The db's size as etcd sent it (with its trailer): a restore decompresses no more than this. */
+export const METADATA_DB_SIZE = 'db-size';
 
 /**
  * etcd → verify (sha256 trailer) → compress → temp file → store. The db streams through in bounded
@@ -67,7 +70,7 @@ export async function takeFullSnapshot(options: FullSnapshotOptions): Promise<Sa
       { signal: options.signal },
     );
     const facts = check.facts();
-    const name = snapshotName({
+    const name = await unusedName(options.store, {
       kind: 'Full',
       startRevision: 0,
       lastRevision: facts.revision,
@@ -77,7 +80,11 @@ export async function takeFullSnapshot(options: FullSnapshotOptions): Promise<Sa
     });
     const put = {
       signal: options.signal,
-      metadata: { [METADATA_SHA256]: stored.sha256(), [METADATA_ETCD_VERSION]: status.version },
+      metadata: {
+        [METADATA_SHA256]: stored.sha256(),
+        [METADATA_ETCD_VERSION]: status.version,
+        [METADATA_DB_SIZE]: String(facts.size),
+      },
     };
     await (options.store.putFile
       ? options.store.putFile(name, temp, put)
@@ -101,4 +108,22 @@ export async function takeFullSnapshot(options: FullSnapshotOptions): Promise<Sa
   } finally {
     await rm(workDir, { recursive: true, force: true });
   }
+}
+
+/** How many later seconds a name may move to when earlier ones are taken. */
+const NAME_ATTEMPTS = 60;
+
+/**
+ * A save never replaces a snapshot: two saves of the same revision in one second would get one name. The
+ * seconds in a name are when the snapshot was taken, and ebr reads a later one as well, so a taken name moves
+ * to the next second that is free.
+ */
+async function unusedName(store: SnapStore, ref: Omit<SnapshotRef, 'name'>): Promise<string> {
+  for (let i = 0; i < NAME_ATTEMPTS; i++) {
+    const name = snapshotName({ ...ref, createdAt: ref.createdAt + i });
+    if (!(await store.stat(name))) return name;
+  }
+  throw new OperationError(
+    `${store.location}: ${snapshotName(ref)} and the names of the next ${NAME_ATTEMPTS - 1} seconds are taken; nothing was stored. Try again in a minute`,
+  );
 }

@@ -1,15 +1,14 @@
 import {
   checkLocalDir,
   checkLocalStore,
-  openStore,
   programArgs,
   reportUsage,
   runProgram,
   storeOption,
 } from '@etcd-steward/core';
 import { REPLAY_METHODS } from './replay-method.js';
-import { restore } from './restore.js';
-import { describePlan, formatPlan, planRestore } from './restore-plan.js';
+import { checkAndPlan, restore } from './restore.js';
+import { describePlan, formatPlan } from './restore-plan.js';
 import { restoreSettings } from './restore-settings.js';
 import { formatSummary } from './restore-summary.js';
 
@@ -31,7 +30,7 @@ await programArgs('etcd-restore')
         .option('dry-run', {
           type: 'boolean',
           default: false,
-          describe: 'Print the plan (objects, revisions, sizes) and change nothing',
+          describe: 'Print the plan (objects, revisions, sizes) and change nothing; exits 2 where the restore would',
         })
         .option('snapshot', {
           type: 'string',
@@ -40,7 +39,8 @@ await programArgs('etcd-restore')
         .option('to-revision', { type: 'number', describe: 'Restore exactly this revision (default: the newest)' })
         .option('to-time', {
           type: 'string',
-          describe: 'Restore the state at this moment (RFC 3339), by the times recorded with the delta events',
+          describe:
+            'Restore the state at this moment (RFC 3339, to the nanosecond), by the times recorded with the delta events; not after the newest snapshot',
         })
         .option('allow-partial', {
           type: 'boolean',
@@ -97,7 +97,7 @@ await programArgs('etcd-restore')
         await checkLocalStore(args.store);
         await checkLocalDir(settings.dataDir, '--data-dir');
         if (args['dry-run']) {
-          const plan = await planRestore(await openStore(args.store), settings);
+          const { plan } = await checkAndPlan({ ...settings, store: args.store, signal }, true);
           process.stdout.write(output === 'json' ? `${JSON.stringify(describePlan(plan))}\n` : formatPlan(plan));
           return;
         }

@@ -1,6 +1,6 @@
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
-import { killRecordedChildren, UsageError } from '@etcd-steward/core';
+import { fsyncPath, killRecordedChildren, UsageError } from '@etcd-steward/core';
 
 /**
  * The target data dir and its scratch siblings. Work happens in `<data-dir>.restoring` beside the target,
@@ -18,8 +18,11 @@ export class DataDirTarget {
     this.oldDir = join(dirname(this.path), `.${basename(this.path)}.replaced`);
   }
 
-  /** Refuses a non-empty target unless `force`; said before any work starts. */
-  async check(force: boolean): Promise<void> {
+  /**
+   * Refuses a non-empty target unless `force`; said before any work starts. Creates the parent dir (so that a
+   * path that can never be one is refused now), unless `create` is false (a dry run).
+   */
+  async check(force: boolean, options: { create?: boolean } = {}): Promise<void> {
     const entries = await readdir(this.path).catch((err: NodeJS.ErrnoException) => {
       if (err.code === 'ENOENT') return [];
       if (err.code === 'ENOTDIR') throw new UsageError(`--data-dir ${this.path} is a file, not a directory`);
@@ -30,6 +33,7 @@ export class DataDirTarget {
         `--data-dir ${this.path} is not empty: pass --force to replace it, or choose another directory`,
       );
     }
+    if (options.create === false) return;
     try {
       await mkdir(dirname(this.path), { recursive: true });
     } catch (err) {
@@ -45,7 +49,10 @@ export class DataDirTarget {
     return this.workDir;
   }
 
-  /** Moves the finished data dir into place: the old target is renamed away first and removed last. */
+  /**
+   * Moves the finished data dir into place: the old target is renamed away first and removed last, once the
+   * parent dir is synced (a rename survives a power loss only then; the old data must not go before it does).
+   */
   async swapIn(finished: string): Promise<void> {
     await rm(this.oldDir, { recursive: true, force: true });
     const exists = await stat(this.path).then(
@@ -54,6 +61,7 @@ export class DataDirTarget {
     );
     if (exists) await rename(this.path, this.oldDir);
     await rename(finished, this.path);
+    await fsyncPath(dirname(this.path));
     await rm(this.oldDir, { recursive: true, force: true });
   }
 

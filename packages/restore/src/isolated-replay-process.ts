@@ -30,7 +30,6 @@ async function run(request: IsolatedReplayRequest): Promise<void> {
       store,
       chain: request.chain,
       toRevision: request.toRevision,
-      toTimeNanos: request.toTimeNanos,
       workDir: request.workDir,
       engine: createReplayEngine(request.method, {
         binaries: request.binaries,

@@ -20,7 +20,6 @@ export interface IsolatedReplayRequest {
   storeUrl: string;
   chain: SnapshotChain;
   toRevision?: number;
-  toTimeNanos?: bigint;
   /** Scratch for the chain's files, and for the engine (its private etcd, if any). */
   workDir: string;
   engineDir: string;

@@ -1,11 +1,14 @@
 import {
   type CatalogEntry,
   type ChainTarget,
+  formatBytes,
+  formatRfc3339Nanos,
   listSnapshots,
   OperationError,
   planChains,
   type SnapStore,
   type SnapshotChain,
+  TimeCut,
   UsageError,
 } from '@etcd-steward/core';
 
@@ -15,6 +18,8 @@ export interface RestoreRequest {
   snapshot?: string;
   toRevision?: number;
   toTime?: Date;
+  /** `toTime` exactly as given (RFC 3339 to the nanosecond, see event-time.ts): this is what is compared. */
+  toTimeNanos?: bigint;
 }
 
 /** The chains to try, best first, and what the store holds overall. */
@@ -24,13 +29,21 @@ export interface RestorePlan {
   /** The newest revision any snapshot in the store names. */
   newestRevision: number;
   target: ChainTarget;
+  /** The moment to restore, as compared (nanoseconds); each chain's last revision is the one it reaches then. */
+  toTimeNanos?: bigint;
 }
 
 /**
  * Lists the store and plans the restore. Requests that cannot be met are usage errors, said before anything
- * is downloaded: a target beyond the newest revision, or before the oldest full snapshot.
+ * is downloaded: a target past what the store holds (a revision past the newest, a time after the newest
+ * snapshot was taken), or before the oldest full snapshot. A time target is then found in the deltas around
+ * it (TimeCut): each chain ends at the revision the restore will reach.
  */
-export async function planRestore(store: SnapStore, request: RestoreRequest): Promise<RestorePlan> {
+export async function planRestore(
+  store: SnapStore,
+  request: RestoreRequest,
+  options: { signal?: AbortSignal } = {},
+): Promise<RestorePlan> {
   const entries = await listSnapshots(store);
   const fulls = entries.filter((e) => e.kind === 'Full');
   if (fulls.length === 0) {
@@ -42,7 +55,15 @@ export async function planRestore(store: SnapStore, request: RestoreRequest): Pr
   const target: ChainTarget = { revision: request.toRevision, time: request.toTime };
   if (request.toRevision !== undefined && request.toRevision > newestRevision) {
     throw new UsageError(
-      `--to-revision ${request.toRevision} is past the newest revision in ${store.location} (${newestRevision})`,
+      `--to-revision ${request.toRevision} is past the newest revision in ${store.location} (${newestRevision}): restore without it for the newest state`,
+    );
+  }
+  const nanos = timeNanos(request);
+  const newest = entries.reduce((a, b) => (a.createdAt >= b.createdAt ? a : b));
+  // The store knows the state up to when its newest snapshot was taken (its name gives the second), no later.
+  if (nanos !== undefined && nanos >= BigInt(newest.createdAt + 1) * 1_000_000_000n) {
+    throw new UsageError(
+      `--to-time ${formatRfc3339Nanos(nanos)} is past the newest snapshot in ${store.location} (${newest.name}, taken ${formatRfc3339Nanos(BigInt(newest.createdAt) * 1_000_000_000n)}): the store cannot tell the state then; restore without it for the newest state`,
     );
   }
   let chains = planChains(entries, target);
@@ -60,12 +81,27 @@ export async function planRestore(store: SnapStore, request: RestoreRequest): Pr
     const what =
       request.toRevision !== undefined
         ? `--to-revision ${request.toRevision}`
-        : `--to-time ${request.toTime?.toISOString()}`;
+        : `--to-time ${formatRfc3339Nanos(nanos ?? 0n)}`;
     throw new UsageError(
       `${what} is before the oldest full snapshot in ${store.location} (${oldest.name}, revision ${oldest.lastRevision}): nothing can restore it`,
     );
   }
-  return { store: store.location, chains, newestRevision, target };
+  if (nanos !== undefined) {
+    const cut = new TimeCut(store, nanos, options);
+    chains = await Promise.all(chains.map((chain) => cut.apply(chain)));
+  }
+  return {
+    store: store.location,
+    chains,
+    newestRevision,
+    target,
+    ...(nanos !== undefined ? { toTimeNanos: nanos } : {}),
+  };
+}
+
+function timeNanos(request: RestoreRequest): bigint | undefined {
+  if (request.toTimeNanos !== undefined) return request.toTimeNanos;
+  return request.toTime ? BigInt(request.toTime.getTime()) * 1_000_000n : undefined;
 }
 
 /** The plan as `--dry-run` prints it: each object with its revisions and size, the first chain first. */
@@ -79,8 +115,8 @@ export function describePlan(plan: RestorePlan): object {
   return {
     store: plan.store,
     target: {
-      revision: plan.target.revision ?? (plan.target.time ? undefined : plan.chains[0].lastRevision),
-      time: plan.target.time?.toISOString(),
+      revision: plan.target.revision ?? plan.chains[0].lastRevision,
+      time: plan.toTimeNanos !== undefined ? formatRfc3339Nanos(plan.toTimeNanos) : undefined,
     },
     newestRevision: plan.newestRevision,
     chains: plan.chains.map((c, i) => ({
@@ -97,8 +133,8 @@ export function formatPlan(plan: RestorePlan): string {
   const lines: string[] = [];
   const target = plan.target.revision
     ? `revision ${plan.target.revision}`
-    : plan.target.time
-      ? `the state at ${plan.target.time.toISOString()}`
+    : plan.toTimeNanos !== undefined
+      ? `the state at ${formatRfc3339Nanos(plan.toTimeNanos)}`
       : `the newest revision (${plan.newestRevision})`;
   lines.push(`plan: restore ${target} from ${plan.store}`);
   plan.chains.forEach((chain, i) => {
@@ -115,16 +151,4 @@ export function formatPlan(plan: RestorePlan): string {
     if (chain.gap) lines.push(`  missing: revisions ${chain.gap.from}..${chain.gap.to} are in no delta`);
   });
   return `${lines.join('\n')}\n`;
-}
-
-export function formatBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
-  let value = n / 1024;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit++;
-  }
-  return `${value.toFixed(1)} ${units[unit]}`;
 }

@@ -1,5 +1,5 @@
+import { formatBytes } from '@etcd-steward/core';
 import type { RestoreResult } from './restore.js';
-import { formatBytes } from './restore-plan.js';
 
 /** The final lines a person reads: what was restored, from what, what was lost or skipped, and what it cost. */
 export function formatSummary(result: RestoreResult): string {

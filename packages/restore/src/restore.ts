@@ -1,9 +1,10 @@
 import { rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import {
   type ChainReplayResult,
   dbFileRevision,
   type EtcdBinaries,
+  errorMessage,
   findEtcdBinaries,
   inspectDataDir,
   type Logger,
@@ -27,8 +28,6 @@ export interface RestoreOptions extends RestoreRequest {
   dataDir: string;
   member: MemberConfig;
   force?: boolean;
-  /** Only the time target's exact form (RFC 3339, nanoseconds) decides which revisions go in. */
-  toTimeNanos?: bigint;
   /** On a damaged or missing delta, restore up to the last good revision and report what was lost. */
   allowPartial?: boolean;
   maxFetchers?: number;
@@ -67,11 +66,7 @@ export interface RestoreResult {
 export async function restore(options: RestoreOptions): Promise<RestoreResult> {
   const logger = options.logger ?? silentLogger;
   const started = Date.now();
-  const target = new DataDirTarget(options.dataDir);
-  await target.check(options.force ?? false);
-  const binaries = await findEtcdBinaries(options.etcdBinDir);
-  const store = await openStore(options.store);
-  const plan = await planRestore(store, options).finally(() => store.close?.());
+  const { target, binaries, plan } = await checkAndPlan(options);
   const workDir = await target.prepare();
   const skipped: RestoreResult['skipped'] = [];
   const method = options.replay ?? 'direct';
@@ -98,8 +93,8 @@ export async function restore(options: RestoreOptions): Promise<RestoreResult> {
           {
             storeUrl: options.store,
             chain,
-            toRevision: options.toRevision,
-            toTimeNanos: options.toTimeNanos,
+            // the plan found the revision a time target reaches: the replay goes exactly there
+            toRevision: options.toRevision ?? (plan.toTimeNanos !== undefined ? chain.lastRevision : undefined),
             workDir: join(workDir, 'replay'),
             engineDir: workDir,
             method,
@@ -154,9 +149,35 @@ export async function restore(options: RestoreOptions): Promise<RestoreResult> {
     throw new OperationError(
       `no full snapshot in ${plan.store} passed verification (${skipped.map((s) => s.name).join(', ')}); nothing was restored`,
     );
+  } catch (err) {
+    // The child reports errors as messages: the code is in the text.
+    if ((err as NodeJS.ErrnoException).code === 'ENOSPC' || /\bENOSPC\b/.test(errorMessage(err))) {
+      throw new OperationError(
+        `no space left on the device of ${dirname(target.path)}, where the restore works beside --data-dir: free space there (the restore needs about twice the db size), or restore into a larger volume; the target was left as it was`,
+        { cause: err },
+      );
+    }
+    throw err;
   } finally {
     await target.cleanup();
   }
+}
+
+/**
+ * Everything a restore checks before it works, and its plan: `--dry-run` is this alone, so that it fails
+ * where the run would (an occupied data dir, no etcd binaries, a target the store cannot meet, exit 2) and
+ * prints the chains the run will replay, to the revisions it will reach. It creates nothing.
+ */
+export async function checkAndPlan(
+  options: RestoreOptions,
+  dryRun = false,
+): Promise<{ target: DataDirTarget; binaries: EtcdBinaries; plan: RestorePlan }> {
+  const target = new DataDirTarget(options.dataDir);
+  await target.check(options.force ?? false, { create: !dryRun });
+  const binaries = await findEtcdBinaries(options.etcdBinDir);
+  const store = await openStore(options.store);
+  const plan = await planRestore(store, options, { signal: options.signal }).finally(() => store.close?.());
+  return { target, binaries, plan };
 }
 
 /** Where the member's data dir is made, in the work dir, before it is swapped in. */

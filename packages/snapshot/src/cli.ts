@@ -15,8 +15,9 @@ import {
   tempDirOption,
 } from '@etcd-steward/core';
 import { ensureProcessSettings, SIDECAR_SETTINGS } from './process-settings.js';
+import { saveSummary } from './save-summary.js';
 import { type SidecarArgs, type SidecarConfig, sidecarConfig, sidecarOptions } from './sidecar-config.js';
-import { formatSnapshotTable } from './snapshot-table.js';
+import { formatSnapshotTable, snapshotListing } from './snapshot-table.js';
 
 await programArgs('etcd-snapshot')
   .usage('$0 <command>\n\nSnapshots of etcd, kept in an object store in the format etcd-backup-restore uses.')
@@ -46,30 +47,18 @@ await programArgs('etcd-snapshot')
           logger,
           signal,
         });
-        const summary = {
-          name: saved.ref.name,
-          revision: saved.revision,
-          dbBytes: saved.dbSize,
-          storedBytes: saved.storedSize,
-          etcdVersion: saved.etcdVersion,
-          seconds: saved.durationMs / 1000,
-        };
-        process.stdout.write(
-          output === 'json'
-            ? `${JSON.stringify(summary)}\n`
-            : `saved ${store.location}/${saved.ref.name} (revision ${saved.revision}, ${saved.storedSize} bytes)\n`,
-        );
+        process.stdout.write(saveSummary(saved, store.location, output));
       }),
   )
   .command(
     'list',
-    "List the store's snapshots, oldest first",
+    "List the store's snapshots by the time they were taken, oldest first",
     (y) => storeOption(y),
     (args) =>
       runProgram(args.output, async ({ output }) => {
         await checkLocalStore(args.store);
-        const entries = await listSnapshots(await openStore(args.store));
-        process.stdout.write(output === 'json' ? `${JSON.stringify(entries)}\n` : formatSnapshotTable(entries));
+        const listing = snapshotListing(await listSnapshots(await openStore(args.store)));
+        process.stdout.write(output === 'json' ? `${JSON.stringify(listing)}\n` : formatSnapshotTable(listing));
       }),
   )
   .command(

@@ -1,13 +1,14 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream, type Dirent } from 'node:fs';
-import { type FileHandle, mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { type FileHandle, mkdir, open, readdir, readFile, rename, rm, rmdir, stat } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { UsageError } from '../errors.js';
+import { fsyncPath } from '../fsync-path.js';
 import type { StoreLocation } from './location.js';
 import { checkMetadata } from './metadata.js';
-import { checkObjectName } from './object-name.js';
+import { checkObjectName, RESERVED_FOLDERS } from './object-name.js';
 import {
   type GetOptions,
   ObjectNotFoundError,
@@ -17,23 +18,33 @@ import {
 } from './snapstore.js';
 
 /** Kept out of listings: in-flight writes and object metadata live in these folders of the store root. */
-const TEMP_DIR = '.tmp';
-const META_DIR = '.metadata';
+const [META_DIR, TEMP_DIR] = RESERVED_FOLDERS;
+/** A metadata file's name in the current layout, directly in the metadata folder. */
+const CURRENT_META = /^[0-9a-f]{64}\.json$/;
 
 /**
  * A directory as a store. Writes go to a temp file in the same file system, are fsynced and then renamed
- * into place, so a crash never leaves a partial object. Metadata sits beside the tree in `.metadata/`,
- * never under `v2/`, where ebr would read it as a snapshot.
+ * into place, so a crash never leaves a partial object.
+ *
+ * ebr's Local provider walks the whole store folder and reads every file whose path contains `v1/` or `v2/` as
+ * a snapshot named by what follows (a `.metadata/v2/Full-…gz.json` became its base, and its restore failed).
+ * So every file here that is not an object has a name of hex digits (no `v`, no `-`): metadata is
+ * `.metadata/<sha256 of the object name>.json`, a write in flight `.tmp/<random>.part`. Stores written before
+ * kept metadata at `.metadata/<object name>.json`: that is still read, and moved to the new name by the
+ * first write.
  */
 export class LocalStore implements SnapStore {
   readonly location: string;
+  private migration: Promise<void> | undefined;
 
   constructor(private readonly root: string) {
     this.location = `file://${root}`;
   }
 
   async put(name: string, body: Readable, options: PutOptions = {}): Promise<void> {
+    checkObjectName(name);
     checkMetadata(options.metadata);
+    await this.migrateLegacyMetadata();
     const temp = await this.tempPath();
     try {
       await pipeline(body, createWriteStream(temp), { signal: options.signal });
@@ -49,7 +60,9 @@ export class LocalStore implements SnapStore {
    * system, saving a copy of a whole snapshot, else a copy.
    */
   async putFile(name: string, path: string, options: PutOptions = {}): Promise<void> {
+    checkObjectName(name);
     checkMetadata(options.metadata);
+    await this.migrateLegacyMetadata();
     const temp = await this.tempPath();
     try {
       await rename(path, temp);
@@ -117,8 +130,36 @@ export class LocalStore implements SnapStore {
   }
 
   async delete(name: string): Promise<void> {
+    await this.migrateLegacyMetadata();
     await rm(this.path(name), { force: true });
     await rm(this.metaPath(name), { force: true });
+  }
+
+  /** Once per store: metadata files of the earlier layout move to their new names (see the class comment). */
+  private migrateLegacyMetadata(): Promise<void> {
+    this.migration ??= this.moveLegacyMetadata(join(this.root, META_DIR));
+    return this.migration;
+  }
+
+  private async moveLegacyMetadata(dir: string): Promise<void> {
+    const metaRoot = join(this.root, META_DIR);
+    const entries = await readdir(dir, { withFileTypes: true }).catch(() => [] as Dirent[]);
+    for (const entry of entries) {
+      const full = join(dir, entry.name);
+      if (entry.isDirectory()) {
+        await this.moveLegacyMetadata(full);
+        await rmdir(full).catch(() => undefined); // left when something else is in it
+      } else if (entry.name.endsWith('.json') && !(dir === metaRoot && CURRENT_META.test(entry.name))) {
+        const name = relative(metaRoot, full).slice(0, -'.json'.length).split(sep).join('/');
+        const current = this.metaPath(name);
+        // a file at the new name was written later than the old one, and wins
+        const superseded = await stat(current).then(
+          () => true,
+          () => false,
+        );
+        await (superseded ? rm(full, { force: true }) : rename(full, current));
+      }
+    }
   }
 
   private async walk(dir: string, prefix: string, out: StoredObject[]): Promise<void> {
@@ -143,11 +184,12 @@ export class LocalStore implements SnapStore {
   }
 
   private async readMetadata(name: string): Promise<Record<string, string>> {
-    try {
-      return JSON.parse(await readFile(this.metaPath(name), 'utf8')) as Record<string, string>;
-    } catch {
-      return {};
+    for (const path of [this.metaPath(name), this.legacyMetaPath(name)]) {
+      try {
+        return JSON.parse(await readFile(path, 'utf8')) as Record<string, string>;
+      } catch {}
     }
+    return {};
   }
 
   private path(name: string): string {
@@ -156,17 +198,11 @@ export class LocalStore implements SnapStore {
   }
 
   private metaPath(name: string): string {
-    return `${join(this.root, META_DIR, ...name.split('/'))}.json`;
+    return join(this.root, META_DIR, `${createHash('sha256').update(name).digest('hex')}.json`);
   }
-}
 
-/** Files and directories alike: a rename is durable only once its directory is synced too. */
-async function fsyncPath(path: string): Promise<void> {
-  const handle = await open(path, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
+  private legacyMetaPath(name: string): string {
+    return `${join(this.root, META_DIR, ...name.split('/'))}.json`;
   }
 }
 

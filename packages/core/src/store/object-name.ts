@@ -1,5 +1,11 @@
 import { UsageError } from '../errors.js';
 
+/**
+ * Top-level folders the local store keeps its own files in (object metadata, writes in flight). Reserved in
+ * every provider, so that a store copied between providers means the same everywhere.
+ */
+export const RESERVED_FOLDERS: readonly string[] = ['.metadata', '.tmp'];
+
 /** Object names come from listings of untrusted stores too: refuse anything that could escape the prefix. */
 export function checkObjectName(name: string): void {
   const parts = name.split('/');
@@ -10,6 +16,11 @@ export function checkObjectName(name: string): void {
     name.includes('\0')
   ) {
     throw new UsageError(`invalid object name "${name}": names are relative paths without empty, "." or ".." parts`);
+  }
+  if (RESERVED_FOLDERS.includes(parts[0])) {
+    throw new UsageError(
+      `invalid object name "${name}": ${RESERVED_FOLDERS.map((f) => `${f}/`).join(' and ')} are reserved for the store's own files; choose another name`,
+    );
   }
 }
 

@@ -186,6 +186,14 @@ export function describeConformance(provider: string, start: () => Promise<Confo
       }
       expect(await store.stat('v2/m')).toBeUndefined();
     });
+
+    it("refuses names under the local store's own folders (.metadata/, .tmp/), saying they are reserved", async () => {
+      const store = await fresh();
+      for (const reserved of ['.metadata/v2/Full-00000000-00000001-1700000000.gz.json', '.tmp/x.part', '.tmp']) {
+        await expect(store.put(reserved, bodyOf(Buffer.from('x')))).rejects.toThrow(/reserved/);
+      }
+      expect(await store.list()).toEqual([]);
+    });
   });
 }
 

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { openStore, type SnapStore } from '@etcd-steward/core';
 import { describe, expect, it } from 'vitest';
 import { describeConformance } from './conformance.js';
@@ -58,6 +59,28 @@ describe('local store putFile', () => {
     } finally {
       await rm(root, { recursive: true, force: true });
       await rm(elsewhere, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('local store metadata of the earlier layout (.metadata/<object name>.json)', () => {
+  it('is read as it is, and moved out of the way of ebr by the first write', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'store-local-legacy-'));
+    try {
+      const full = 'v2/Full-00000000-00000009-1700000000.gz';
+      await mkdir(join(root, 'v2'));
+      await mkdir(join(root, '.metadata', 'v2'), { recursive: true });
+      await writeFile(join(root, full), 'snapshot');
+      await writeFile(join(root, '.metadata', `${full}.json`), JSON.stringify({ sha256: 'abc' }));
+      const store = await openStore(`file://${root}`);
+      expect((await store.stat(full))?.metadata).toEqual({ sha256: 'abc' });
+
+      await store.put('v2/Incr-00000010-00000011-1700000001.gz', Readable.from([Buffer.from('delta')]));
+      expect(await readdir(join(root, '.metadata'))).toEqual([expect.stringMatching(/^[0-9a-f]{64}\.json$/)]);
+      expect((await store.stat(full))?.metadata).toEqual({ sha256: 'abc' });
+      expect((await store.list()).map((o) => o.name)).toEqual([full, 'v2/Incr-00000010-00000011-1700000001.gz']);
+    } finally {
+      await rm(root, { recursive: true, force: true });
     }
   });
 });

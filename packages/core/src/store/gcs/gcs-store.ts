@@ -16,6 +16,7 @@ import {
   sendOnce,
 } from '../snapstore.js';
 import { type GcsConfig, GOOGLE_CREDENTIALS_ENV, gcsConfig } from './config.js';
+import { checkDefaultCredentials } from './default-credentials.js';
 import { startSession, uploadResumable } from './resumable-upload.js';
 
 const GOOGLE_ENDPOINT = 'https://storage.googleapis.com';
@@ -42,6 +43,7 @@ export class GcsStore implements SnapStore {
   async check(): Promise<void> {
     try {
       const { storage } = await this.current();
+      if (this.config.authenticate && !this.config.keyFile) await checkDefaultCredentials(storage, this.location);
       await storage.bucket(this.config.bucket).getMetadata();
     } catch (err) {
       throw this.failure(`open bucket "${this.config.bucket}"`, err, true);
