@@ -4,7 +4,6 @@ import { dbFileRevision } from './db-file-revision.js';
 import { groupRevisions, type Revision } from './delta-revisions.js';
 import { errorMessage, IntegrityError, OperationError } from './errors.js';
 import type { EtcdBinaries } from './etcd-binaries.js';
-import { parseRfc3339Nanos } from './event-time.js';
 import { fetchDelta, isDecompressionError, readDeltaEvents } from './fetch-delta.js';
 import { fetchFullSnapshot } from './fetch-full-snapshot.js';
 import type { FullSnapshotFacts } from './full-snapshot-check.js';
@@ -21,8 +20,6 @@ export interface ChainReplayOptions {
   chain: SnapshotChain;
   /** Stop at this revision (inclusive). */
   toRevision?: number;
-  /** Stop before the first revision whose events were recorded after this time (nanoseconds, see event-time.ts). */
-  toTimeNanos?: bigint;
   /** Scratch space: the full snapshot, up to `maxFetchers` deltas at a time, the result. */
   workDir: string;
   engine: ReplayEngine;
@@ -124,7 +121,7 @@ export async function replayChain(options: ChainReplayOptions): Promise<ChainRep
       try {
         for await (const rev of groupRevisions(readDeltaEvents(file, entry, label))) {
           if (rev.revision <= reached) continue;
-          if (rev.revision > wanted || isAfter(rev, options.toTimeNanos, label)) {
+          if (rev.revision > wanted) {
             finished = true;
             break;
           }
@@ -223,17 +220,6 @@ function deltaFile(workDir: string, entry: CatalogEntry): string {
 /** An object listed a moment ago and gone now (deleted by garbage collection, say) counts as missing. */
 function isMissing(err: unknown): boolean {
   return (err as Error)?.name === 'ObjectNotFoundError';
-}
-
-function isAfter(rev: Revision, limit: bigint | undefined, label: string): boolean {
-  if (limit === undefined) return false;
-  const time = parseRfc3339Nanos(rev.events[0].time);
-  if (time === undefined) {
-    throw new OperationError(
-      `${label}: revision ${rev.revision} has no recorded time ("${rev.events[0].time}"), so --to-time cannot place it`,
-    );
-  }
-  return time > limit;
 }
 
 function count(result: ChainReplayResult, rev: Revision): void {

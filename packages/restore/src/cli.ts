@@ -1,11 +1,4 @@
-import {
-  checkLocalDir,
-  checkLocalStore,
-  programArgs,
-  reportUsage,
-  runProgram,
-  storeOption,
-} from '@etcd-steward/core';
+import { checkLocalDir, checkLocalStore, programArgs, reportUsage, runProgram, storeOption } from '@etcd-steward/core';
 import { REPLAY_METHODS } from './replay-method.js';
 import { checkAndPlan, restore } from './restore.js';
 import { describePlan, formatPlan } from './restore-plan.js';

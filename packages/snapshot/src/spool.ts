@@ -1,10 +1,10 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, open, readdir, rename, rm } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { assertSnapshotName, UsageError } from '@etcd-steward/core';
+import { assertSnapshotName, fsyncPath, UsageError } from '@etcd-steward/core';
 import Database from 'better-sqlite3';
 
 /** A delta written to local disk and not yet in the store. */
@@ -181,9 +181,9 @@ export class Spool {
   /** Gives a written part file its final name: fsynced, then renamed and its directory fsynced. */
   private async place(part: string, name: string): Promise<void> {
     try {
-      await fsync(part);
+      await fsyncPath(part);
       await rename(part, this.fileOf(name));
-      await fsync(join(this.dir, 'deltas'));
+      await fsyncPath(join(this.dir, 'deltas'));
     } catch (err) {
       await rm(part, { force: true });
       throw err;
@@ -233,14 +233,5 @@ export class Spool {
   private fileOf(name: string): string {
     const ref = assertSnapshotName(name); // names are ours, but never let one reach outside the spool
     return join(this.dir, 'deltas', ref.name.slice(ref.name.lastIndexOf('/') + 1));
-  }
-}
-
-async function fsync(path: string): Promise<void> {
-  const handle = await open(path, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
   }
 }
