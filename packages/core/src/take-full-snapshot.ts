@@ -17,7 +17,8 @@ import { METADATA_SHA256, StoredDigest } from './stored-digest.js';
 export interface FullSnapshotOptions {
   /** Status and the snapshot itself streams over its own HTTP/2 connection (snapshot-stream.ts). */
   connection: EtcdConnection;
-  store: SnapStore;
+  /** Where the snapshot goes: a store, or anything that takes it the way a store does (the sidecar's spool). */
+  store: Pick<SnapStore, 'put' | 'putFile'>;
   compression: CompressionPolicy;
   /** Where the compressed snapshot waits while its name (which holds its revision) is not yet known. */
   tempDir: string;
