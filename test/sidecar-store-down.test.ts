@@ -9,6 +9,7 @@ import { runProgram } from './run-program.js';
 import { startS3Server } from './servers/s3-server.js';
 import {
   chainProblems,
+  etcdRevision,
   expectRestored,
   firstDelta,
   keyspaceOnceStored,
@@ -151,7 +152,7 @@ async function laterPort(target: URL) {
   };
 }
 
-it('with the S3 store down at start the sidecar runs, says so, and once the store is up stores what was written', async () => {
+it('with the S3 store down at start the sidecar runs, says so, spools a full snapshot and the deltas after it, and uploads them once the store is up: etcd compacting meanwhile loses nothing', async () => {
   const s3 = await startS3Server({ buckets: ['backups'] });
   onTestFinished(() => s3.stop());
   const credentials = at('s3-credentials.json');
@@ -182,7 +183,13 @@ it('with the S3 store down at start the sidecar runs, says so, and once the stor
   await waitFor('the outage to show', async () => (await metric(url, 'etcd_snapshot_store_reachable')) === 0);
   expect((await fetch(`${url}/healthz`)).status).toBe(503);
   expect(await metric(url, 'etcdbr_snapshot_required', 'kind="Full"')).toBe(1);
+  // The full snapshot and the deltas after it wait in the spool.
+  await waitFor('deltas in the spool', async () => ((await metric(url, 'etcd_snapshot_spool_deltas')) ?? 0) > 1);
   await new Promise((r) => setTimeout(r, 3_000)); // writes go on meanwhile
+  expect((await fetch(`${url}/healthz`)).status).toBe(503);
+  // etcd forgets the history written during the outage: only the spool still has it.
+  const compactedAt = await etcdRevision(client);
+  await client.kv.compact({ revision: String(compactedAt), physical: true });
 
   await gate.open();
   await waitFor('the store to be used', async () => (await metric(url, 'etcd_snapshot_store_reachable')) === 1);
@@ -198,7 +205,17 @@ it('with the S3 store down at start the sidecar runs, says so, and once the stor
 
   const stored = await openStore(storeUrl);
   onTestFinished(() => stored.close?.());
-  expect(chainProblems(await listSnapshots(stored))).toEqual([]);
+  const entries = await listSnapshots(stored);
+  expect(chainProblems(entries)).toEqual([]);
+  // One chain, from the full snapshot taken into the spool before the compaction: every revision written during
+  // the outage is in a delta.
+  const fulls = entries.filter((e) => e.kind === 'Full');
+  expect(fulls).toHaveLength(1);
+  expect(fulls[0].lastRevision).toBeLessThan(compactedAt);
+  const deltas = entries.filter((e) => e.kind === 'Incr');
+  expect(deltas[0].startRevision).toBe(fulls[0].lastRevision + 1);
+  expect(deltas.at(-1)?.lastRevision).toBe(source.revision);
+  expect(log).not.toMatch(/compacted its history/);
   await expectRestored(stored, at('restore-s3-down'), source);
 });
 
