@@ -41,15 +41,10 @@ async function switchableStore(name: string) {
   return { url, point, directory };
 }
 
-/**
- * A one-member cluster under steady writes and a sidecar on `storeUrl` that has stored its first delta; the
- * writer, the sidecar and the cluster stop when the test ends, however it ends.
- */
-async function sidecarUnderWrites(storeUrl: string, name: string, args: string[] = []) {
+/** A one-member cluster under steady writes; the writer and the cluster stop when the test ends, however it ends. */
+async function clusterUnderWrites() {
   const cluster = await startCluster();
   onTestFinished(() => cluster.stop());
-  const sidecar = await startSidecar({ endpoint: cluster.endpoints[0], store: storeUrl, dir: at(name), args });
-  onTestFinished(() => sidecar.kill());
   const client = cluster.client();
   const writer = startWriter(client, { concurrency: 4 });
   onTestFinished(() =>
@@ -58,6 +53,17 @@ async function sidecarUnderWrites(storeUrl: string, name: string, args: string[]
       () => undefined,
     ),
   );
+  return { cluster, client, writer };
+}
+
+/**
+ * A one-member cluster under steady writes and a sidecar on `storeUrl` that has stored its first delta; the
+ * writer, the sidecar and the cluster stop when the test ends, however it ends.
+ */
+async function sidecarUnderWrites(storeUrl: string, name: string, args: string[] = []) {
+  const { cluster, client, writer } = await clusterUnderWrites();
+  const sidecar = await startSidecar({ endpoint: cluster.endpoints[0], store: storeUrl, dir: at(name), args });
+  onTestFinished(() => sidecar.kill());
   await firstDelta(sidecar.url);
   return { client, sidecar, url: sidecar.url, writer };
 }
@@ -173,16 +179,7 @@ async function sidecarWithS3DownAtStart(name: string) {
   const direct = await openStore(`s3://backups/etcd?endpoint=${encodeURIComponent(s3.endpoint)}`);
   onTestFinished(() => direct.close?.());
 
-  const cluster = await startCluster();
-  onTestFinished(() => cluster.stop());
-  const client = cluster.client();
-  const writer = startWriter(client, { concurrency: 4 });
-  onTestFinished(() =>
-    writer.stop().then(
-      () => undefined,
-      () => undefined,
-    ),
-  );
+  const { cluster, client, writer } = await clusterUnderWrites();
   const sidecar = await startSidecar({ endpoint: cluster.endpoints[0], store: storeUrl, dir: at(name) });
   onTestFinished(() => sidecar.kill());
   return { cluster, client, writer, sidecar, url: sidecar.url, gate, direct };
