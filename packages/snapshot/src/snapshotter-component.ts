@@ -15,10 +15,10 @@ import type { Leadership, Role } from './leadership.js';
 import { Serial } from './serial.js';
 import { snapshotRoutes } from './snapshot-api.js';
 import { SnapshotMetrics } from './snapshot-metrics.js';
-import { Snapshotter, type SnapshotterOptions } from './snapshotter.js';
+import { SnapshotTerm, type SnapshotTermOptions } from './snapshot-term.js';
 
 export interface SnapshotterComponentOptions
-  extends Omit<SnapshotterOptions, 'metrics' | 'logger' | 'state' | 'etcdRevision'> {
+  extends Omit<SnapshotTermOptions, 'metrics' | 'logger' | 'state' | 'etcdRevision'> {
   leadership: Leadership;
   /** Take a final full snapshot (ebr's `.final`) on shutdown. */
   finalSnapshot: boolean;
@@ -38,7 +38,7 @@ const RETRY_MS = 1_000;
 const MAX_RETRY_MS = 30_000;
 
 /**
- * Runs a Snapshotter for each term in which this sidecar leads: started when its member becomes the leader
+ * Runs a SnapshotTerm for each term in which this sidecar leads: started when its member becomes the leader
  * (after the hand-over delay, in a cluster of several members), stopped the moment it is not. Writes go through
  * a FencedStore, so even a term that has not noticed yet cannot write once another sidecar leads.
  */
@@ -46,7 +46,7 @@ export class SnapshotterComponent implements Component {
   readonly name = 'snapshotter';
   readonly metrics: SnapshotMetrics;
   readonly routes: readonly Route[];
-  private term?: Snapshotter;
+  private term?: SnapshotTerm;
   private readonly transitions = new Serial();
   private waiting?: AbortController;
   private unsubscribe?: () => void;
@@ -147,7 +147,7 @@ export class SnapshotterComponent implements Component {
       // Before this term's own first upload: what is incomplete now was left by a writer that stopped.
       await this.abortIncompleteUploads();
       for (let retryMs = RETRY_MS; !waiting.signal.aborted; retryMs = Math.min(retryMs * 2, MAX_RETRY_MS)) {
-        const term = new Snapshotter({
+        const term = new SnapshotTerm({
           ...this.options,
           store: this.store,
           metrics: this.metrics,
