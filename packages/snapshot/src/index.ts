@@ -12,6 +12,7 @@ export * from './leader-forward.js';
 export * from './leadership.js';
 export * from './open-delta.js';
 export * from './process-settings.js';
+export * from './serial.js';
 export * from './sidecar.js';
 export * from './sidecar-config.js';
 export * from './snapshot-metrics.js';

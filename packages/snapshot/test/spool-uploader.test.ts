@@ -1,0 +1,118 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { LocalStore, listSnapshots, type SnapStore, silentLogger, snapshotName } from '@etcd-steward/core';
+import { Serial, SnapshotMetrics, Spool, SpoolUploader } from '@etcd-steward/snapshot';
+import { Registry } from 'prom-client';
+import { afterEach, beforeEach, expect, it } from 'vitest';
+
+let dir: string;
+let spool: Spool;
+let uploader: SpoolUploader | undefined;
+let terms: AbortController;
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'spool-uploader-'));
+  spool = await Spool.open(join(dir, 'spool'), 1 << 20);
+  terms = new AbortController();
+});
+
+afterEach(async () => {
+  terms.abort();
+  uploader?.stop();
+  spool.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+const name = (kind: 'Full' | 'Incr', start: number, last: number) =>
+  snapshotName({
+    kind,
+    startRevision: start,
+    lastRevision: last,
+    createdAt: 1795313340,
+    compression: '.zst',
+    final: false,
+  });
+
+const spoolDelta = (start: number, last: number) =>
+  spool.add(
+    { name: name('Incr', start, last), startRevision: start, lastRevision: last, oldestEventAt: Date.now() },
+    Readable.from([Buffer.from(`${start}-${last}`)]),
+  );
+
+/** An uploader over `store`, and the resyncs it asked for. */
+function uploaderFor(store: SnapStore) {
+  const resyncs: number[] = [];
+  uploader = new SpoolUploader({
+    store,
+    spool,
+    serial: new Serial(),
+    deltaUploadTimeoutMs: 10_000,
+    metrics: new SnapshotMetrics(new Registry(), () => undefined),
+    logger: silentLogger,
+    signal: terms.signal,
+    storeHead: async () => (await listSnapshots(store)).reduce((max, e) => Math.max(max, e.lastRevision), 0),
+    resync: async () => {
+      resyncs.push(spool.depth);
+    },
+    onFullStored: () => {},
+  });
+  return { uploader, resyncs };
+}
+
+async function storeWithFullAt(revision: number): Promise<LocalStore> {
+  const store = new LocalStore(join(dir, 'store'));
+  await store.put(name('Full', 0, revision), Readable.from([Buffer.from('full')]));
+  return store;
+}
+
+const stored = async (store: SnapStore) => (await listSnapshots(store)).map((e) => e.name);
+
+it('uploads the spool in order, and drops what the store already holds instead of uploading it again', async () => {
+  const store = await storeWithFullAt(100);
+  await spoolDelta(91, 100);
+  await spoolDelta(101, 110);
+  await spoolDelta(111, 120);
+  const { uploader, resyncs } = uploaderFor(store);
+  await uploader.drain();
+  expect(await stored(store)).toEqual([name('Full', 0, 100), name('Incr', 101, 110), name('Incr', 111, 120)]);
+  expect(spool.depth).toBe(0);
+  expect(resyncs).toEqual([]);
+});
+
+it('uploads only up to the given spooled delta (what a full snapshot waits for)', async () => {
+  const store = await storeWithFullAt(100);
+  const first = await spoolDelta(101, 110);
+  await spoolDelta(111, 120);
+  const { uploader } = uploaderFor(store);
+  await uploader.drain(first.id);
+  expect(await stored(store)).toEqual([name('Full', 0, 100), name('Incr', 101, 110)]);
+  expect(spool.list().map((d) => d.startRevision)).toEqual([111]);
+});
+
+it("uploads nothing that does not continue the store's chain: the chain restarts from the store", async () => {
+  const store = await storeWithFullAt(100);
+  await spoolDelta(121, 130);
+  const { uploader, resyncs } = uploaderFor(store);
+  await uploader.drain();
+  expect(await stored(store)).toEqual([name('Full', 0, 100)]);
+  expect(resyncs).toEqual([1]);
+});
+
+it('keeps the spool while the store fails, says it is unreachable, and uploads once it answers again', async () => {
+  // A store whose folder is a file: every listing fails.
+  await writeFile(join(dir, 'store'), '');
+  await spoolDelta(101, 110);
+  const { uploader } = uploaderFor(new LocalStore(join(dir, 'store')));
+  expect(uploader.storeReachable).toBe(true);
+  uploader.drainSoon(0);
+  await expect.poll(() => uploader.storeReachable).toBe(false);
+  expect(spool.depth).toBe(1);
+
+  await rm(join(dir, 'store'));
+  const store = await storeWithFullAt(100);
+  await expect.poll(() => uploader.storeReachable, { timeout: 10_000 }).toBe(true);
+  expect(spool.depth).toBe(0);
+  expect(await stored(store)).toEqual([name('Full', 0, 100), name('Incr', 101, 110)]);
+});
