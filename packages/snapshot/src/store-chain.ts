@@ -32,6 +32,11 @@ export function reconcileSpool(storeHead: number, spooled: readonly SpooledDelta
   return { head, drop };
 }
 
+/** The last revision of the newest snapshot listed. */
+function headOf(entries: readonly SnapshotRef[]): number {
+  return entries.reduce((max, e) => Math.max(max, e.lastRevision), 0);
+}
+
 export interface StoreChainOptions {
   /** Written to only while this sidecar leads (a FencedStore). */
   store: SnapStore;
@@ -56,7 +61,7 @@ export class StoreChain {
   async head(): Promise<number> {
     const entries = await listSnapshots(this.options.store);
     this.noteFull(entries);
-    return entries.reduce((max, e) => Math.max(max, e.lastRevision), 0);
+    return headOf(entries);
   }
 
   /**
@@ -66,7 +71,7 @@ export class StoreChain {
   async resync(): Promise<void> {
     const { spool, logger } = this.options;
     const entries = await listSnapshots(this.options.store);
-    const storeHead = entries.reduce((max, e) => Math.max(max, e.lastRevision), 0);
+    const storeHead = headOf(entries);
     this.noteFull(entries);
     this.report(entries);
     await this.options.writer.restart(async () => {
