@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startCluster, type TestCluster } from '../../testing/src/etcd-cluster.js';
+import { takeFullSnapshot } from '../src/backup/take-full-snapshot.js';
 import { LocalStore } from '../src/store/local.js';
-import { takeFullSnapshot } from '../src/take-full-snapshot.js';
-import { startCluster, type TestCluster } from '../src/testing/etcd-cluster.js';
 
 const run = promisify(execFile);
 

@@ -6,13 +6,13 @@ import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ebrStoreObject } from '../../../test/fixtures.js';
-import { decompressor } from '../src/compression.js';
-import { IntegrityError } from '../src/errors.js';
-import { FullSnapshotCheck } from '../src/full-snapshot-check.js';
-import { parseSnapshotName } from '../src/snapshot-name.js';
+import { startCluster, type TestCluster, writeWorkload } from '../../testing/src/index.js';
+import { takeFullSnapshot } from '../src/backup/take-full-snapshot.js';
+import { IntegrityError } from '../src/common/errors.js';
+import { decompressor } from '../src/format/compression.js';
+import { FullSnapshotCheck } from '../src/format/full-snapshot-check.js';
+import { parseSnapshotName } from '../src/format/snapshot-name.js';
 import { LocalStore } from '../src/store/local.js';
-import { takeFullSnapshot } from '../src/take-full-snapshot.js';
-import { startCluster, type TestCluster, writeWorkload } from '../src/testing/index.js';
 
 async function check(bytes: Buffer) {
   const c = new FullSnapshotCheck('test snapshot');

@@ -4,9 +4,8 @@ import { type FileHandle, mkdir, open, readdir, readFile, rename, rm, rmdir, sta
 import { dirname, join, relative, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { UsageError } from '../errors.js';
-import { fsyncPath } from '../fsync-path.js';
-import type { StoreLocation } from './location.js';
+import { UsageError } from '../common/errors.js';
+import { fsyncPath } from '../common/fsync-path.js';
 import { checkMetadata } from './metadata.js';
 import { checkObjectName, RESERVED_FOLDERS } from './object-name.js';
 import {
@@ -16,6 +15,7 @@ import {
   type SnapStore,
   type StoredObject,
 } from './snapstore.js';
+import type { StoreLocation } from './store-url.js';
 
 /** Kept out of listings: in-flight writes and object metadata live in these folders of the store root. */
 const [META_DIR, TEMP_DIR] = RESERVED_FOLDERS;

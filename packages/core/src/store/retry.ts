@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { OperationError } from '../errors.js';
+import { OperationError } from '../common/errors.js';
 import {
   type GetOptions,
   ObjectNotFoundError,

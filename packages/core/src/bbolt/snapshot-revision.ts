@@ -1,0 +1,239 @@
+import { IntegrityError } from '../common/errors.js';
+
+/*
+ * Finds the store revision of an etcd snapshot while it streams past, without holding the db. etcd 3.4's
+ * snapshot stream carries no revision header, and a revision read before or after the stream may differ
+ * from its content; a snapshot named for a revision it does not hold would make the next delta overlap
+ * or leave a gap. The revision is what etcd itself computes at start-up: the `main` of the last row in
+ * the `key` bucket, raised to the compaction marks in `meta`. (bbolt layout: docs/etcd-formats.md §2–3.)
+ *
+ * Memory: one byte and one number per page (page ids come from the meta page, before any other page),
+ * plus the largest single node (a leaf spanning overflow pages).
+ */
+
+const META_MAGIC = 0xed0cdaed;
+const BRANCH = 0x01;
+const LEAF = 0x02;
+const BUCKET_LEAF_FLAG = 0x01;
+const PAGE_HEADER = 16;
+const ELEMENT = 16;
+
+interface LeafElement {
+  flags: number;
+  key: Buffer;
+  value: Buffer;
+}
+
+interface BucketRef {
+  root: number;
+  /** The inline page (root 0) as bytes, else undefined. */
+  inline?: Buffer;
+}
+
+export class SnapshotRevisionScanner {
+  private pageSize = 0;
+  private rootPage = -1;
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private nextPage = 0;
+  /** Per page: 1 branch, 2 leaf. */
+  private kinds = new Uint8Array(0);
+  /** Per page: a branch's last child, or a leaf's last revision key `main` (NaN when none). */
+  private values = new Float64Array(0);
+  private rootBuckets?: Map<string, BucketRef>;
+  private compaction = new Map<number, number>();
+  private done = false;
+
+  /** Feed the db bytes in order (a trailing sha256 or partial page is ignored). */
+  write(chunk: Buffer): void {
+    if (this.done) return;
+    this.pending.push(chunk);
+    this.pendingBytes += chunk.length;
+    for (;;) {
+      if (this.pageSize === 0) {
+        if (this.pendingBytes < 80) return;
+        this.readMeta(this.take(80, false));
+      }
+      if (this.pendingBytes < PAGE_HEADER) return;
+      const header = this.take(PAGE_HEADER, false);
+      const overflow = header.readUInt32LE(12);
+      const span = (overflow + 1) * this.pageSize;
+      if (this.pendingBytes < span) return;
+      this.readPage(this.take(span, true));
+    }
+  }
+
+  /** The snapshot's revision, once every page was written. */
+  revision(): number {
+    if (this.pageSize === 0 || !this.rootBuckets) {
+      throw new IntegrityError('the snapshot is not an etcd bbolt database (no meta or root bucket page)');
+    }
+    const keyBucket = this.rootBuckets.get('key');
+    if (!keyBucket) throw new IntegrityError('the snapshot has no "key" bucket: it is not an etcd database');
+    let revision = 1; // an empty key bucket: etcd starts at revision 1
+    const last = this.lastKeyRevision(keyBucket);
+    if (last !== undefined) revision = last;
+    for (const mark of this.compactionMarks()) revision = Math.max(revision, mark);
+    return revision;
+  }
+
+  private lastKeyRevision(bucket: BucketRef): number | undefined {
+    if (bucket.inline) {
+      const elements = leafElements(bucket.inline, 0);
+      const lastKey = elements[elements.length - 1]?.key;
+      return lastKey ? revisionMain(lastKey) : undefined;
+    }
+    let page = bucket.root;
+    for (let depth = 0; depth < 64; depth++) {
+      if (page >= this.kinds.length) break;
+      if (this.kinds[page] === LEAF) return Number.isNaN(this.values[page]) ? undefined : this.values[page];
+      if (this.kinds[page] !== BRANCH) break;
+      page = this.values[page];
+    }
+    throw new IntegrityError(
+      `the snapshot's "key" bucket tree is incomplete (page ${page} missing or not a tree page)`,
+    );
+  }
+
+  private compactionMarks(): number[] {
+    const meta = this.rootBuckets?.get('meta');
+    if (!meta) return [];
+    if (meta.inline) return marksOf(leafElements(meta.inline, 0));
+    const mark = this.compaction.get(meta.root);
+    return mark === undefined ? [] : [mark];
+  }
+
+  private readMeta(head: Buffer): void {
+    if (head.readUInt32LE(16) !== META_MAGIC) {
+      throw new IntegrityError('the snapshot does not start with a bbolt meta page: it is not an etcd snapshot');
+    }
+    this.pageSize = head.readUInt32LE(24);
+    if (this.pageSize < 512 || this.pageSize > 1 << 20 || (this.pageSize & (this.pageSize - 1)) !== 0) {
+      throw new IntegrityError(`the snapshot's bbolt page size ${this.pageSize} is not valid`);
+    }
+    this.rootPage = Number(head.readBigUInt64LE(32));
+    const pageCount = Number(head.readBigUInt64LE(56));
+    if (this.rootPage >= pageCount || pageCount > 2 ** 32) {
+      throw new IntegrityError("the snapshot's bbolt meta page is inconsistent (root page beyond the end)");
+    }
+    this.kinds = new Uint8Array(pageCount);
+    this.values = new Float64Array(pageCount);
+  }
+
+  private readPage(page: Buffer): void {
+    const id = this.nextPage;
+    this.nextPage += page.length / this.pageSize;
+    if (id >= this.kinds.length) {
+      this.done = true; // past the high-water mark: only etcd's sha256 trailer can follow
+      return;
+    }
+    const flags = page.readUInt16LE(8);
+    if (flags === BRANCH) {
+      const count = page.readUInt16LE(10);
+      this.kinds[id] = BRANCH;
+      this.values[id] = count > 0 ? Number(page.readBigUInt64LE(PAGE_HEADER + (count - 1) * ELEMENT + 8)) : Number.NaN;
+    } else if (flags === LEAF) {
+      this.kinds[id] = LEAF;
+      this.values[id] = lastRevisionKey(page);
+      if (id === this.rootPage) this.rootBuckets = bucketsOf(leafElements(page, 0));
+      const mark = compactionMark(page);
+      if (mark !== undefined) this.compaction.set(id, mark);
+    }
+  }
+
+  /** Removes (consume) or peeks at the next n pending bytes. */
+  private take(n: number, consume: boolean): Buffer {
+    let out: Buffer;
+    const first = this.pending[0];
+    if (first.length >= n) {
+      out = first.subarray(0, n);
+    } else {
+      out = Buffer.concat(this.pending, this.pendingBytes).subarray(0, n);
+      this.pending = [Buffer.concat(this.pending, this.pendingBytes)];
+    }
+    if (consume) {
+      const head = this.pending[0];
+      if (head.length === n) this.pending.shift();
+      else this.pending[0] = head.subarray(n);
+      this.pendingBytes -= n;
+    }
+    return out;
+  }
+}
+
+/** The elements of a leaf page at `offset` in `buf` (pos is relative to each element). */
+function leafElements(buf: Buffer, offset: number): LeafElement[] {
+  const count = buf.readUInt16LE(offset + 10);
+  const out: LeafElement[] = [];
+  for (let i = 0; i < count; i++) {
+    const at = offset + PAGE_HEADER + i * ELEMENT;
+    const flags = buf.readUInt32LE(at);
+    const pos = buf.readUInt32LE(at + 4);
+    const ksize = buf.readUInt32LE(at + 8);
+    const vsize = buf.readUInt32LE(at + 12);
+    const keyAt = at + pos;
+    if (keyAt + ksize + vsize > buf.length) throw new IntegrityError('a bbolt leaf element points past its page');
+    out.push({
+      flags,
+      key: buf.subarray(keyAt, keyAt + ksize),
+      value: buf.subarray(keyAt + ksize, keyAt + ksize + vsize),
+    });
+  }
+  return out;
+}
+
+function bucketsOf(elements: LeafElement[]): Map<string, BucketRef> {
+  const buckets = new Map<string, BucketRef>();
+  for (const e of elements) {
+    if ((e.flags & BUCKET_LEAF_FLAG) === 0 || e.value.length < 16) continue;
+    const root = Number(e.value.readBigUInt64LE(0));
+    buckets.set(e.key.toString('latin1'), root === 0 ? { root, inline: e.value.subarray(16) } : { root });
+  }
+  return buckets;
+}
+
+/** The `main` of a leaf page's last key when it is a revision key, else NaN; reads no other element. */
+function lastRevisionKey(page: Buffer): number {
+  const count = page.readUInt16LE(10);
+  if (count === 0) return Number.NaN;
+  const at = PAGE_HEADER + (count - 1) * ELEMENT;
+  const ksize = page.readUInt32LE(at + 8);
+  const keyAt = at + page.readUInt32LE(at + 4);
+  if ((ksize !== 17 && ksize !== 18) || keyAt + ksize > page.length || page[keyAt + 8] !== 0x5f) return Number.NaN;
+  return Number(page.readBigUInt64BE(keyAt));
+}
+
+const MARK_NAMES = [Buffer.from('finishedCompactRev'), Buffer.from('scheduledCompactRev')];
+
+/** The highest compaction mark on a leaf page of the `meta` bucket, found without decoding other pages' keys. */
+function compactionMark(page: Buffer): number | undefined {
+  const count = page.readUInt16LE(10);
+  let mark: number | undefined;
+  for (let i = 0; i < count; i++) {
+    const at = PAGE_HEADER + i * ELEMENT;
+    const ksize = page.readUInt32LE(at + 8);
+    if ((ksize !== 18 && ksize !== 19) || page.readUInt32LE(at + 12) !== 17) continue;
+    const keyAt = at + page.readUInt32LE(at + 4);
+    if (keyAt + ksize + 17 > page.length) continue;
+    const key = page.subarray(keyAt, keyAt + ksize);
+    if (MARK_NAMES.some((n) => n.equals(key))) mark = Math.max(mark ?? 0, Number(page.readBigUInt64BE(keyAt + ksize)));
+  }
+  return mark;
+}
+
+/** `main` of an etcd revision key: 8 bytes big-endian, `_`, 8 bytes sub, optional `t` (tombstone). */
+function revisionMain(key: Buffer): number | undefined {
+  if ((key.length !== 17 && key.length !== 18) || key[8] !== 0x5f) return undefined;
+  return Number(key.readBigUInt64BE(0));
+}
+
+function marksOf(elements: LeafElement[]): number[] {
+  const marks: number[] = [];
+  for (const e of elements) {
+    const name = e.key.toString('latin1');
+    if ((name === 'finishedCompactRev' || name === 'scheduledCompactRev') && e.value.length === 17) {
+      marks.push(Number(e.value.readBigUInt64BE(0)));
+    }
+  }
+  return marks;
+}
