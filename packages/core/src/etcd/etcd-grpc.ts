@@ -3,7 +3,7 @@ import http2 from 'node:http2';
 import { Transform, type TransformCallback } from 'node:stream';
 import { OperationError } from '../common/errors.js';
 import type { EtcdConnection } from './etcd-client.js';
-import { readFields, writeBytesFields } from './protobuf-wire.js';
+import { readFields, writeMessage } from './protobuf-wire.js';
 
 /*
  * A few etcd calls over plain HTTP/2 with hand-read messages, for the paths that must be fast and small:
@@ -116,9 +116,9 @@ export async function grpcUnary(
  */
 export async function etcdAuthToken(conn: EtcdConnection, endpoint = conn.endpoints[0]): Promise<string | undefined> {
   if (!conn.username) return undefined;
-  const request = writeBytesFields([
-    [1, conn.username],
-    [2, conn.password ?? ''],
+  const request = writeMessage([
+    [1, Buffer.from(conn.username)],
+    [2, Buffer.from(conn.password ?? '')],
   ]);
   const response = await grpcUnary(conn, '/etcdserverpb.Auth/Authenticate', request, { endpoint });
   const token = readFields(response)

@@ -2,7 +2,7 @@ import { errorMessage, OperationError } from '../common/errors.js';
 import type { DeltaEvent } from '../format/delta-format.js';
 import type { EtcdConnection } from './etcd-client.js';
 import { etcdAuthToken, grpcCall } from './etcd-grpc.js';
-import { ProtoCursor } from './protobuf-wire.js';
+import { ProtoCursor, writeMessage } from './protobuf-wire.js';
 
 /** What one watch response delivered: whole revisions, in order. */
 export interface WatchBatch {
@@ -88,13 +88,13 @@ interface WatchResponse {
 
 /** WatchRequest{1 create_request: WatchCreateRequest{1 key, 2 range_end, 3 start_revision, 4 progress_notify}}. */
 function watchCreateRequest(fromRevision: number): Buffer {
-  const create = Buffer.concat([
-    lengthDelimited(1, EVERY_KEY),
-    lengthDelimited(2, EVERY_KEY),
-    varintField(3, BigInt(fromRevision)),
-    varintField(4, 1n),
+  const create = writeMessage([
+    [1, EVERY_KEY],
+    [2, EVERY_KEY],
+    [3, fromRevision],
+    [4, 1],
   ]);
-  return lengthDelimited(1, create);
+  return writeMessage([[1, create]]);
 }
 
 /** WatchResponse{1 header{3 revision}, 3 created, 4 canceled, 5 compact_revision, 6 cancel_reason, 11 events}. */
@@ -154,23 +154,4 @@ function readEvent(fields: ProtoCursor, time: string): DeltaEvent {
   }
   if (event.modRevision === 0) throw new Error('an event without a mod_revision');
   return event;
-}
-
-function varint(value: bigint): Buffer {
-  const out: number[] = [];
-  let v = BigInt.asUintN(64, value);
-  while (v >= 0x80n) {
-    out.push(Number(v & 0x7fn) | 0x80);
-    v >>= 7n;
-  }
-  out.push(Number(v));
-  return Buffer.from(out);
-}
-
-function varintField(field: number, value: bigint): Buffer {
-  return Buffer.concat([varint(BigInt((field << 3) | 0)), varint(value)]);
-}
-
-function lengthDelimited(field: number, bytes: Buffer): Buffer {
-  return Buffer.concat([varint(BigInt((field << 3) | 2)), varint(BigInt(bytes.length)), bytes]);
 }

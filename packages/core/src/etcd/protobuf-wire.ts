@@ -1,6 +1,6 @@
 /**
  * Just enough protobuf to talk to etcd without loading a schema: read fields by number, as varints
- * (bigint, since etcd's IDs are uint64) or byte ranges, skipping unknown ones; write string fields.
+ * (bigint, since etcd's IDs are uint64) or byte ranges, skipping unknown ones; write messages.
  */
 export interface ProtoField {
   field: number;
@@ -112,23 +112,61 @@ export class ProtoCursor {
   }
 }
 
-/** A message of length-delimited (string or bytes) fields, in the order given. */
-export function writeBytesFields(fields: Array<[number, string | Buffer]>): Buffer {
-  const parts: Buffer[] = [];
-  for (const [field, value] of fields) {
-    const bytes = Buffer.isBuffer(value) ? value : Buffer.from(value, 'utf8');
-    parts.push(writeVarint((field << 3) | 2), writeVarint(bytes.length), bytes);
+/** A field's value: bytes (length-delimited), or a varint; a bigint is written as uint64, as Go writes an int64. */
+export type ProtoValue = Buffer | number | bigint;
+
+/**
+ * A message of the fields given, in that order, as gogo marshals proto3: zero numbers and empty bytes are left
+ * out. Sized first, then written into one buffer: the direct replay writes a row per event with this.
+ */
+export function writeMessage(fields: ReadonlyArray<readonly [number, ProtoValue]>): Buffer {
+  let size = 0;
+  for (const [n, v] of fields) {
+    if (Buffer.isBuffer(v)) size += v.length === 0 ? 0 : varintSize(n << 3) + varintSize(v.length) + v.length;
+    else if (v !== 0 && v !== 0n) size += varintSize(n << 3) + varintSize(v);
   }
-  return Buffer.concat(parts);
+  const out = Buffer.allocUnsafe(size);
+  let at = 0;
+  for (const [n, v] of fields) {
+    if (Buffer.isBuffer(v)) {
+      if (v.length === 0) continue;
+      at = writeVarint(out, at, (n << 3) | 2);
+      at = writeVarint(out, at, v.length);
+      at += v.copy(out, at);
+    } else if (v !== 0 && v !== 0n) {
+      at = writeVarint(out, at, n << 3);
+      at = writeVarint(out, at, v);
+    }
+  }
+  return out;
 }
 
-function writeVarint(value: number): Buffer {
-  const out: number[] = [];
-  let v = value;
-  while (v >= 0x80) {
-    out.push((v % 0x80) | 0x80);
-    v = Math.floor(v / 0x80);
+/** Numbers are safe integers (revisions, sizes); IDs come as bigints. */
+function varintSize(v: number | bigint): number {
+  let n = 1;
+  if (typeof v === 'bigint') {
+    for (let x = BigInt.asUintN(64, v); x >= 0x80n; x >>= 7n) n++;
+    return n;
   }
-  out.push(v);
-  return Buffer.from(out);
+  for (let x = v; x >= 0x80; x = Math.floor(x / 0x80)) n++;
+  return n;
+}
+
+function writeVarint(out: Buffer, at: number, v: number | bigint): number {
+  if (typeof v === 'bigint') {
+    let x = BigInt.asUintN(64, v);
+    while (x >= 0x80n) {
+      out[at++] = Number(x & 0x7fn) | 0x80;
+      x >>= 7n;
+    }
+    out[at++] = Number(x);
+    return at;
+  }
+  let x = v;
+  while (x >= 0x80) {
+    out[at++] = (x % 0x80) | 0x80;
+    x = Math.floor(x / 0x80);
+  }
+  out[at++] = x;
+  return at;
 }

@@ -1,3 +1,4 @@
+import { writeMessage } from '../etcd/protobuf-wire.js';
 import type { DeltaEvent } from '../format/delta-format.js';
 
 /*
@@ -26,9 +27,9 @@ function writeUint64BE(buf: Buffer, value: number, at: number): void {
  * delete's carries a mod_revision etcd added after storing, and the tombstone itself is the key alone.
  */
 export function eventRecord(e: DeltaEvent): Buffer {
-  if (e.type === 'delete') return proto([[1, e.key]]);
+  if (e.type === 'delete') return writeMessage([[1, e.key]]);
   const lease = e.lease !== '0' && e.lease !== '' ? BigInt(e.lease) : 0n;
-  return proto([
+  return writeMessage([
     [1, e.key],
     [2, e.createRevision],
     [3, e.modRevision],
@@ -44,64 +45,9 @@ export function leaseRecord(id: bigint, ttl: number): { key: Buffer; value: Buff
   key.writeBigInt64BE(id);
   return {
     key,
-    value: proto([
+    value: writeMessage([
       [1, id],
       [2, ttl],
     ]),
   };
-}
-
-type Field = [number, Buffer | number | bigint];
-
-/** Fields in order; zero numbers and empty bytes are left out. Sized first, then written into one buffer. */
-function proto(fields: Field[]): Buffer {
-  let size = 0;
-  for (const [n, v] of fields) {
-    if (Buffer.isBuffer(v)) size += v.length === 0 ? 0 : varintSize(n << 3) + varintSize(v.length) + v.length;
-    else if (v !== 0 && v !== 0n) size += varintSize(n << 3) + varintSize(v);
-  }
-  const out = Buffer.allocUnsafe(size);
-  let at = 0;
-  for (const [n, v] of fields) {
-    if (Buffer.isBuffer(v)) {
-      if (v.length === 0) continue;
-      at = writeVarint(out, at, (n << 3) | 2);
-      at = writeVarint(out, at, v.length);
-      at += v.copy(out, at);
-    } else if (v !== 0 && v !== 0n) {
-      at = writeVarint(out, at, n << 3);
-      at = writeVarint(out, at, v);
-    }
-  }
-  return out;
-}
-
-/** Revisions and sizes are safe integers; lease IDs are int64 and come as bigints (never negative here). */
-function varintSize(v: number | bigint): number {
-  let n = 1;
-  if (typeof v === 'bigint') {
-    for (let x = BigInt.asUintN(64, v); x >= 0x80n; x >>= 7n) n++;
-    return n;
-  }
-  for (let x = v; x >= 0x80; x = Math.floor(x / 0x80)) n++;
-  return n;
-}
-
-function writeVarint(out: Buffer, at: number, v: number | bigint): number {
-  if (typeof v === 'bigint') {
-    let x = BigInt.asUintN(64, v);
-    while (x >= 0x80n) {
-      out[at++] = Number(x & 0x7fn) | 0x80;
-      x >>= 7n;
-    }
-    out[at++] = Number(x);
-    return at;
-  }
-  let x = v;
-  while (x >= 0x80) {
-    out[at++] = (x % 0x80) | 0x80;
-    x = Math.floor(x / 0x80);
-  }
-  out[at++] = x;
-  return at;
 }
