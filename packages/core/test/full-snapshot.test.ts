@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ebrStoreObject } from '../../../test/fixtures.js';
 import { startCluster, type TestCluster, writeWorkload } from '../../testing/src/index.js';
 import { takeFullSnapshot } from '../src/backup/take-full-snapshot.js';
+import { dbFileRevision } from '../src/bbolt/db-file-revision.js';
 import { IntegrityError } from '../src/common/errors.js';
 import { decompressor } from '../src/format/compression.js';
 import { FullSnapshotCheck } from '../src/format/full-snapshot-check.js';
@@ -96,6 +97,27 @@ describe('takeFullSnapshot against a real etcd', () => {
     }
     // no temp files left behind
     expect((await readdir(dir)).filter((f) => f.startsWith('etcd-snapshot-'))).toEqual([]);
+  });
+
+  it('takes the revision from the compaction marks when compaction removed its last row, as etcd does', async () => {
+    const client = cluster.client();
+    await client.put('gone').value('v');
+    const deleted = Number((await client.kv.deleteRange({ key: Buffer.from('gone') })).header.revision);
+    // the tombstone at the last revision is compacted away: only meta's marks still say the revision
+    await client.kv.compact({ revision: String(deleted), physical: true });
+    const store = new LocalStore(join(dir, 'compacted-store'));
+    const saved = await takeFullSnapshot({
+      connection: { endpoints: cluster.endpoints },
+      store,
+      compression: 'none',
+      tempDir: dir,
+    });
+    expect(saved.revision).toBe(deleted);
+    const chunks: Buffer[] = [];
+    for await (const chunk of await store.get(saved.ref.name)) chunks.push(chunk);
+    const db = join(dir, 'compacted.db');
+    await writeFile(db, Buffer.concat(chunks).subarray(0, -32));
+    expect(await dbFileRevision(db)).toBe(deleted);
   });
 
   it('takes the snapshot from the next endpoint when the first is down', async () => {

@@ -17,7 +17,7 @@ export const META_PAGE = 0x04;
 export const BUCKET_LEAF_FLAG = 0x01;
 /** meta.freelist when no freelist is stored, as etcd always runs bbolt (NoFreelistSync). */
 export const NO_FREELIST = 0xffffffffffffffffn;
-const MAGIC = 0xed0cdaed;
+export const META_MAGIC = 0xed0cdaed;
 const VERSION = 2;
 
 export interface BboltMeta {
@@ -69,7 +69,7 @@ export function fnv1a64(bytes: Buffer): bigint {
 
 /** The meta on a meta page, or undefined when the page does not validate (magic, version, checksum). */
 export function readMeta(page: Buffer): BboltMeta | undefined {
-  if (page.length < 80 || page.readUInt32LE(16) !== MAGIC || page.readUInt32LE(20) !== VERSION) return undefined;
+  if (page.length < 80 || page.readUInt32LE(16) !== META_MAGIC || page.readUInt32LE(20) !== VERSION) return undefined;
   if (fnv1a64(page.subarray(16, 72)) !== page.readBigUInt64LE(72)) return undefined;
   return {
     pageSize: page.readUInt32LE(24),
@@ -86,7 +86,7 @@ export function metaPage(meta: BboltMeta, id: number): Buffer {
   const page = Buffer.alloc(meta.pageSize);
   page.writeBigUInt64LE(BigInt(id), 0);
   page.writeUInt16LE(META_PAGE, 8);
-  page.writeUInt32LE(MAGIC, 16);
+  page.writeUInt32LE(META_MAGIC, 16);
   page.writeUInt32LE(VERSION, 20);
   page.writeUInt32LE(meta.pageSize, 24);
   page.writeBigUInt64LE(BigInt(meta.root), 32);

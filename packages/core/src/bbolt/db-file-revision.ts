@@ -1,6 +1,6 @@
 import { closeSync, openSync } from 'node:fs';
 import { IntegrityError } from '../common/errors.js';
-import { BboltReader } from './bbolt-file.js';
+import { BboltReader, type LeafElement } from './bbolt-file.js';
 
 /**
  * The store revision of an etcd bbolt file (e.g. a restored `member/snap/db`), as etcd computes it at
@@ -23,13 +23,18 @@ export function storeRevision(reader: BboltReader): number {
   const last = reader.lastElement(key);
   let revision = last ? Number(last.key.readBigUInt64BE(0)) : 1;
   const meta = buckets.get('meta');
-  if (meta) {
-    for (const e of reader.elements(meta)) {
-      const name = e.key.toString('latin1');
-      if ((name === 'finishedCompactRev' || name === 'scheduledCompactRev') && e.value.length === 17) {
-        revision = Math.max(revision, Number(e.value.readBigUInt64BE(0)));
-      }
+  if (meta) for (const mark of compactionMarks(reader.elements(meta))) revision = Math.max(revision, mark);
+  return revision;
+}
+
+/** The compaction marks among the `meta` bucket's elements (etcd's finished and scheduled compact revisions). */
+export function compactionMarks(elements: Iterable<LeafElement>): number[] {
+  const marks: number[] = [];
+  for (const e of elements) {
+    const name = e.key.toString('latin1');
+    if ((name === 'finishedCompactRev' || name === 'scheduledCompactRev') && e.value.length === 17) {
+      marks.push(Number(e.value.readBigUInt64BE(0)));
     }
   }
-  return revision;
+  return marks;
 }

@@ -1,4 +1,17 @@
 import { IntegrityError } from '../common/errors.js';
+import {
+  BRANCH_PAGE,
+  BUCKET_LEAF_FLAG,
+  type BucketValue,
+  bucketValue,
+  ELEMENT,
+  LEAF_PAGE,
+  type LeafElement,
+  leafElements,
+  META_MAGIC,
+  PAGE_HEADER,
+} from './bbolt-file.js';
+import { compactionMarks } from './db-file-revision.js';
 
 /*
  * Finds the store revision of an etcd snapshot while it streams past, without holding the db. etcd 3.4's
@@ -11,25 +24,6 @@ import { IntegrityError } from '../common/errors.js';
  * plus the largest single node (a leaf spanning overflow pages).
  */
 
-const META_MAGIC = 0xed0cdaed;
-const BRANCH = 0x01;
-const LEAF = 0x02;
-const BUCKET_LEAF_FLAG = 0x01;
-const PAGE_HEADER = 16;
-const ELEMENT = 16;
-
-interface LeafElement {
-  flags: number;
-  key: Buffer;
-  value: Buffer;
-}
-
-interface BucketRef {
-  root: number;
-  /** The inline page (root 0) as bytes, else undefined. */
-  inline?: Buffer;
-}
-
 export class SnapshotRevisionScanner {
   private pageSize = 0;
   private rootPage = -1;
@@ -40,7 +34,7 @@ export class SnapshotRevisionScanner {
   private kinds = new Uint8Array(0);
   /** Per page: a branch's last child, or a leaf's last revision key `main` (NaN when none). */
   private values = new Float64Array(0);
-  private rootBuckets?: Map<string, BucketRef>;
+  private rootBuckets?: Map<string, BucketValue>;
   private compaction = new Map<number, number>();
   private done = false;
 
@@ -77,17 +71,17 @@ export class SnapshotRevisionScanner {
     return revision;
   }
 
-  private lastKeyRevision(bucket: BucketRef): number | undefined {
+  private lastKeyRevision(bucket: BucketValue): number | undefined {
     if (bucket.inline) {
-      const elements = leafElements(bucket.inline, 0);
+      const elements = leafElements(bucket.inline);
       const lastKey = elements[elements.length - 1]?.key;
       return lastKey ? revisionMain(lastKey) : undefined;
     }
     let page = bucket.root;
     for (let depth = 0; depth < 64; depth++) {
       if (page >= this.kinds.length) break;
-      if (this.kinds[page] === LEAF) return Number.isNaN(this.values[page]) ? undefined : this.values[page];
-      if (this.kinds[page] !== BRANCH) break;
+      if (this.kinds[page] === LEAF_PAGE) return Number.isNaN(this.values[page]) ? undefined : this.values[page];
+      if (this.kinds[page] !== BRANCH_PAGE) break;
       page = this.values[page];
     }
     throw new IntegrityError(
@@ -98,7 +92,7 @@ export class SnapshotRevisionScanner {
   private compactionMarks(): number[] {
     const meta = this.rootBuckets?.get('meta');
     if (!meta) return [];
-    if (meta.inline) return marksOf(leafElements(meta.inline, 0));
+    if (meta.inline) return compactionMarks(leafElements(meta.inline));
     const mark = this.compaction.get(meta.root);
     return mark === undefined ? [] : [mark];
   }
@@ -128,14 +122,14 @@ export class SnapshotRevisionScanner {
       return;
     }
     const flags = page.readUInt16LE(8);
-    if (flags === BRANCH) {
+    if (flags === BRANCH_PAGE) {
       const count = page.readUInt16LE(10);
-      this.kinds[id] = BRANCH;
+      this.kinds[id] = BRANCH_PAGE;
       this.values[id] = count > 0 ? Number(page.readBigUInt64LE(PAGE_HEADER + (count - 1) * ELEMENT + 8)) : Number.NaN;
-    } else if (flags === LEAF) {
-      this.kinds[id] = LEAF;
+    } else if (flags === LEAF_PAGE) {
+      this.kinds[id] = LEAF_PAGE;
       this.values[id] = lastRevisionKey(page);
-      if (id === this.rootPage) this.rootBuckets = bucketsOf(leafElements(page, 0));
+      if (id === this.rootPage) this.rootBuckets = bucketsOf(leafElements(page));
       const mark = compactionMark(page);
       if (mark !== undefined) this.compaction.set(id, mark);
     }
@@ -161,33 +155,11 @@ export class SnapshotRevisionScanner {
   }
 }
 
-/** The elements of a leaf page at `offset` in `buf` (pos is relative to each element). */
-function leafElements(buf: Buffer, offset: number): LeafElement[] {
-  const count = buf.readUInt16LE(offset + 10);
-  const out: LeafElement[] = [];
-  for (let i = 0; i < count; i++) {
-    const at = offset + PAGE_HEADER + i * ELEMENT;
-    const flags = buf.readUInt32LE(at);
-    const pos = buf.readUInt32LE(at + 4);
-    const ksize = buf.readUInt32LE(at + 8);
-    const vsize = buf.readUInt32LE(at + 12);
-    const keyAt = at + pos;
-    if (keyAt + ksize + vsize > buf.length) throw new IntegrityError('a bbolt leaf element points past its page');
-    out.push({
-      flags,
-      key: buf.subarray(keyAt, keyAt + ksize),
-      value: buf.subarray(keyAt + ksize, keyAt + ksize + vsize),
-    });
-  }
-  return out;
-}
-
-function bucketsOf(elements: LeafElement[]): Map<string, BucketRef> {
-  const buckets = new Map<string, BucketRef>();
+function bucketsOf(elements: LeafElement[]): Map<string, BucketValue> {
+  const buckets = new Map<string, BucketValue>();
   for (const e of elements) {
-    if ((e.flags & BUCKET_LEAF_FLAG) === 0 || e.value.length < 16) continue;
-    const root = Number(e.value.readBigUInt64LE(0));
-    buckets.set(e.key.toString('latin1'), root === 0 ? { root, inline: e.value.subarray(16) } : { root });
+    if ((e.flags & BUCKET_LEAF_FLAG) !== 0 && e.value.length >= 16)
+      buckets.set(e.key.toString('latin1'), bucketValue(e.value));
   }
   return buckets;
 }
@@ -225,15 +197,4 @@ function compactionMark(page: Buffer): number | undefined {
 function revisionMain(key: Buffer): number | undefined {
   if ((key.length !== 17 && key.length !== 18) || key[8] !== 0x5f) return undefined;
   return Number(key.readBigUInt64BE(0));
-}
-
-function marksOf(elements: LeafElement[]): number[] {
-  const marks: number[] = [];
-  for (const e of elements) {
-    const name = e.key.toString('latin1');
-    if ((name === 'finishedCompactRev' || name === 'scheduledCompactRev') && e.value.length === 17) {
-      marks.push(Number(e.value.readBigUInt64BE(0)));
-    }
-  }
-  return marks;
 }
