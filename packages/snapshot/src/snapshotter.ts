@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
+  Backoff,
   type CompressionPolicy,
   collectGarbage,
   type DeltaEvent,
@@ -91,8 +92,8 @@ export class Snapshotter {
   private deltaTimer?: NodeJS.Timeout;
   private fullTimer?: NodeJS.Timeout;
   private drainTimer?: NodeJS.Timeout;
-  private drainRetryMs = RETRY_MS;
-  private fullRetryMs = FULL_RETRY_MS;
+  private readonly drainBackoff = new Backoff({ baseDelayMs: RETRY_MS, maxDelayMs: MAX_RETRY_MS });
+  private readonly fullBackoff = new Backoff({ baseDelayMs: FULL_RETRY_MS, maxDelayMs: MAX_FULL_RETRY_MS });
   private storeFailing = false;
   private spoolFull = false;
   private readonly logger: Logger;
@@ -201,7 +202,7 @@ export class Snapshotter {
    * flushed (the spool is full), and while the spool's disk is behind, which holds etcd back.
    */
   private async watchLoop(): Promise<void> {
-    let retryMs = RETRY_MS;
+    const backoff = new Backoff({ baseDelayMs: RETRY_MS, maxDelayMs: MAX_RETRY_MS });
     let broken = false;
     while (!this.term.signal.aborted) {
       const control = new AbortController();
@@ -211,7 +212,7 @@ export class Snapshotter {
         for await (const batch of watchRevisions(this.options.connection, this.resumeRevision(), { signal })) {
           // A batch that arrives after a rewatch belongs to a chain position that no longer exists.
           if (signal.aborted) break;
-          retryMs = RETRY_MS;
+          backoff.reset();
           if (broken) this.logger.info('the watch is back', { revision: batch.revision });
           broken = false;
           this.watchedRevision = batch.revision;
@@ -237,8 +238,7 @@ export class Snapshotter {
           });
         }
         broken = true;
-        await sleep(retryMs, undefined, { signal: this.term.signal }).catch(() => {});
-        retryMs = Math.min(retryMs * 2, MAX_RETRY_MS);
+        await backoff.wait(this.term.signal).catch(() => {});
       }
     }
   }
@@ -348,7 +348,7 @@ export class Snapshotter {
         await this.serial.run(() => this.drain());
         if (this.storeFailing) this.logger.info('the store is reachable again; the spool is uploaded');
         this.storeFailing = false;
-        this.drainRetryMs = RETRY_MS;
+        this.drainBackoff.reset();
       } catch (err) {
         if (this.term.signal.aborted) return;
         this.options.metrics.failures.inc({ error: 'store' });
@@ -358,8 +358,7 @@ export class Snapshotter {
           });
         }
         this.storeFailing = true;
-        this.drainSoon(this.drainRetryMs);
-        this.drainRetryMs = Math.min(this.drainRetryMs * 2, MAX_RETRY_MS);
+        this.drainSoon(this.drainBackoff.next());
       }
     }, delayMs);
   }
@@ -528,16 +527,16 @@ export class Snapshotter {
   private async scheduledFull(): Promise<void> {
     try {
       await this.serial.run(() => this.full(false));
-      this.fullRetryMs = FULL_RETRY_MS;
+      this.fullBackoff.reset();
       this.armFullTimer(this.options.schedule.next(new Date()).getTime());
     } catch (err) {
       if (this.term.signal.aborted) return;
+      const retryMs = this.fullBackoff.next();
       this.logger.error('full snapshot failed; trying again', {
         reason: errorMessage(err),
-        retryInSeconds: this.fullRetryMs / 1000,
+        retryInSeconds: retryMs / 1000,
       });
-      this.armFullTimer(Date.now() + this.fullRetryMs);
-      this.fullRetryMs = Math.min(this.fullRetryMs * 2, MAX_FULL_RETRY_MS);
+      this.armFullTimer(Date.now() + retryMs);
     }
   }
 

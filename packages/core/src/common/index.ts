@@ -1,8 +1,9 @@
 /**
  * What every part of core uses: errors with their exit codes, the logger, progress, bounded buffering and
- * prefetch, value parsers, small file-system helpers.
+ * prefetch, value parsers, small file-system helpers, the backoff between retries.
  * May use: nothing else in core.
  */
+export * from './backoff.js';
 export * from './errors.js';
 export * from './flag-values.js';
 export * from './format-bytes.js';
