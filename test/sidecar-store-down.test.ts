@@ -2,13 +2,14 @@ import { once } from 'node:events';
 import { mkdir, readdir, rename, symlink, writeFile } from 'node:fs/promises';
 import { connect, createServer, type Server } from 'node:net';
 import { join } from 'node:path';
-import { freePort, LocalStore, listSnapshots, openStore } from '@etcd-steward/core';
+import { freePort, LocalStore, listSnapshots, openStore, takeFullSnapshot } from '@etcd-steward/core';
 import { startCluster } from '@etcd-steward/testing';
 import { expect, it, onTestFinished } from 'vitest';
 import { runProgram } from './run-program.js';
 import { startS3Server } from './servers/s3-server.js';
 import {
   chainProblems,
+  etcdRevision,
   expectRestored,
   firstDelta,
   keyspaceOnceStored,
@@ -40,15 +41,10 @@ async function switchableStore(name: string) {
   return { url, point, directory };
 }
 
-/**
- * A one-member cluster under steady writes and a sidecar on `storeUrl` that has stored its first delta; the
- * writer, the sidecar and the cluster stop when the test ends, however it ends.
- */
-async function sidecarUnderWrites(storeUrl: string, name: string, args: string[] = []) {
+/** A one-member cluster under steady writes; the writer and the cluster stop when the test ends, however it ends. */
+async function clusterUnderWrites() {
   const cluster = await startCluster();
   onTestFinished(() => cluster.stop());
-  const sidecar = await startSidecar({ endpoint: cluster.endpoints[0], store: storeUrl, dir: at(name), args });
-  onTestFinished(() => sidecar.kill());
   const client = cluster.client();
   const writer = startWriter(client, { concurrency: 4 });
   onTestFinished(() =>
@@ -57,6 +53,17 @@ async function sidecarUnderWrites(storeUrl: string, name: string, args: string[]
       () => undefined,
     ),
   );
+  return { cluster, client, writer };
+}
+
+/**
+ * A one-member cluster under steady writes and a sidecar on `storeUrl` that has stored its first delta; the
+ * writer, the sidecar and the cluster stop when the test ends, however it ends.
+ */
+async function sidecarUnderWrites(storeUrl: string, name: string, args: string[] = []) {
+  const { cluster, client, writer } = await clusterUnderWrites();
+  const sidecar = await startSidecar({ endpoint: cluster.endpoints[0], store: storeUrl, dir: at(name), args });
+  onTestFinished(() => sidecar.kill());
   await firstDelta(sidecar.url);
   return { client, sidecar, url: sidecar.url, writer };
 }
@@ -151,10 +158,15 @@ async function laterPort(target: URL) {
   };
 }
 
-it('with the S3 store down at start the sidecar runs, says so, and once the store is up stores what was written', async () => {
+/**
+ * An S3 store that is down when a sidecar starts on it, under steady writes to a one-member cluster: the store
+ * comes up with `gate.open()`; `direct` is the store as the test reaches it, always up. Everything stops when
+ * the test ends, however it ends.
+ */
+async function sidecarWithS3DownAtStart(name: string) {
   const s3 = await startS3Server({ buckets: ['backups'] });
   onTestFinished(() => s3.stop());
-  const credentials = at('s3-credentials.json');
+  const credentials = at(`${name}-s3-credentials.json`);
   await writeFile(
     credentials,
     JSON.stringify({ accessKeyID: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, region: s3.region }),
@@ -164,25 +176,28 @@ it('with the S3 store down at start the sidecar runs, says so, and once the stor
   const gate = await laterPort(new URL(s3.endpoint));
   onTestFinished(() => gate.close());
   const storeUrl = `s3://backups/etcd?endpoint=${encodeURIComponent(`http://127.0.0.1:${gate.port}`)}`;
+  const direct = await openStore(`s3://backups/etcd?endpoint=${encodeURIComponent(s3.endpoint)}`);
+  onTestFinished(() => direct.close?.());
 
-  const cluster = await startCluster();
-  onTestFinished(() => cluster.stop());
-  const client = cluster.client();
-  const writer = startWriter(client, { concurrency: 4 });
-  onTestFinished(() =>
-    writer.stop().then(
-      () => undefined,
-      () => undefined,
-    ),
-  );
-  const sidecar = await startSidecar({ endpoint: cluster.endpoints[0], store: storeUrl, dir: at('sidecar-s3-down') });
+  const { cluster, client, writer } = await clusterUnderWrites();
+  const sidecar = await startSidecar({ endpoint: cluster.endpoints[0], store: storeUrl, dir: at(name) });
   onTestFinished(() => sidecar.kill());
-  const { url } = sidecar;
+  return { cluster, client, writer, sidecar, url: sidecar.url, gate, direct };
+}
+
+it('with the S3 store down at start the sidecar runs, says so, spools a full snapshot and the deltas after it, and uploads them once the store is up: etcd compacting meanwhile loses nothing', async () => {
+  const { client, writer, sidecar, url, gate, direct: stored } = await sidecarWithS3DownAtStart('sidecar-s3-down');
 
   await waitFor('the outage to show', async () => (await metric(url, 'etcd_snapshot_store_reachable')) === 0);
   expect((await fetch(`${url}/healthz`)).status).toBe(503);
   expect(await metric(url, 'etcdbr_snapshot_required', 'kind="Full"')).toBe(1);
+  // The full snapshot and the deltas after it wait in the spool.
+  await waitFor('deltas in the spool', async () => ((await metric(url, 'etcd_snapshot_spool_deltas')) ?? 0) > 1);
   await new Promise((r) => setTimeout(r, 3_000)); // writes go on meanwhile
+  expect((await fetch(`${url}/healthz`)).status).toBe(503);
+  // etcd forgets the history written during the outage: only the spool still has it.
+  const compactedAt = await etcdRevision(client);
+  await client.kv.compact({ revision: String(compactedAt), physical: true });
 
   await gate.open();
   await waitFor('the store to be used', async () => (await metric(url, 'etcd_snapshot_store_reachable')) === 1);
@@ -196,10 +211,46 @@ it('with the S3 store down at start the sidecar runs, says so, and once the stor
   expect(log.match(/the store does not answer/g)?.length ?? 0).toBeLessThanOrEqual(1);
   expect(log).toMatch(/the store is reachable again/);
 
-  const stored = await openStore(storeUrl);
-  onTestFinished(() => stored.close?.());
-  expect(chainProblems(await listSnapshots(stored))).toEqual([]);
+  const entries = await listSnapshots(stored);
+  expect(chainProblems(entries)).toEqual([]);
+  // One chain, from the full snapshot taken into the spool before the compaction: every revision written during
+  // the outage is in a delta.
+  const fulls = entries.filter((e) => e.kind === 'Full');
+  expect(fulls).toHaveLength(1);
+  expect(fulls[0].lastRevision).toBeLessThan(compactedAt);
+  const deltas = entries.filter((e) => e.kind === 'Incr');
+  expect(deltas[0].startRevision).toBe(fulls[0].lastRevision + 1);
+  expect(deltas.at(-1)?.lastRevision).toBe(source.revision);
+  expect(log).not.toMatch(/compacted its history/);
   await expectRestored(stored, at('restore-s3-down'), source);
+});
+
+it('with the S3 store down at start, a newer full snapshot another writer stored meanwhile wins over the spooled chain: the chain continues it', async () => {
+  const { cluster, client, writer, sidecar, url, gate, direct } = await sidecarWithS3DownAtStart('sidecar-s3-newer');
+  await waitFor('deltas in the spool', async () => ((await metric(url, 'etcd_snapshot_spool_deltas')) ?? 0) > 1);
+  await mkdir(at('manual'));
+  // As a manual `etcd-snapshot save` that reaches the store while the sidecar cannot.
+  const manual = await takeFullSnapshot({
+    connection: { endpoints: cluster.endpoints },
+    store: direct,
+    compression: 'zstd',
+    tempDir: at('manual'),
+  });
+  await new Promise((r) => setTimeout(r, 2_000)); // more deltas spooled past it
+
+  await gate.open();
+  await waitFor('the store to be used', async () => (await metric(url, 'etcd_snapshot_store_reachable')) === 1);
+  await firstDelta(url);
+  await writer.stop();
+  const source = await keyspaceOnceStored(client, url);
+  expect(await sidecar.stop()).toBe(0);
+
+  const entries = await listSnapshots(direct);
+  expect(chainProblems(entries)).toEqual([]);
+  // The spooled full snapshot is older than the store's: it was not uploaded, and the deltas continue the newer one.
+  expect(entries.filter((e) => e.kind === 'Full').map((e) => e.lastRevision)).toEqual([manual.revision]);
+  expect(entries.find((e) => e.kind === 'Incr')?.startRevision).toBe(manual.revision + 1);
+  await expectRestored(direct, at('restore-s3-newer'), source);
 });
 
 it('a misconfigured store is still exit 2 at start: a bucket that does not exist', async () => {

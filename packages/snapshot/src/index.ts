@@ -17,3 +17,4 @@ export { formatSnapshotTable } from './snapshot-table.js';
 export * from './snapshotter.js';
 export * from './snapshotter-component.js';
 export * from './spool.js';
+export * from './spooled-full.js';

@@ -87,7 +87,8 @@ export function sidecarOptions<T>(y: Argv<T>) {
     .option('spool-dir', {
       type: 'string',
       default: '/var/lib/etcd-snapshot/spool',
-      describe: 'Local durable queue of deltas not yet in the store (use a volume that survives restarts)',
+      describe:
+        'Local durable queue of deltas not yet in the store, and of the full snapshot that starts their chain when the store is down at start (use a volume that survives restarts)',
     })
     .option('spool-max-bytes', {
       type: 'string',

@@ -117,8 +117,12 @@ export class SnapshotMetrics {
     live('etcd_snapshot_store_reachable', '1 while the store answers, 0 while it cannot be reached.', (g) =>
       g.storeReachable() ? 1 : 0,
     );
-    live('etcd_snapshot_spool_deltas', 'Deltas in the local spool, not yet in the store.', (g) => g.spoolDeltas());
-    live('etcd_snapshot_spool_bytes', 'Bytes of the deltas in the local spool.', (g) => g.spoolBytes());
+    live(
+      'etcd_snapshot_spool_deltas',
+      'Snapshots in the local spool, not yet in the store: deltas, and a full snapshot taken while the store was down at start.',
+      (g) => g.spoolDeltas(),
+    );
+    live('etcd_snapshot_spool_bytes', 'Bytes of the snapshots in the local spool.', (g) => g.spoolBytes());
     live(
       'etcd_snapshot_buffered_bytes',
       'Watched events written to the open delta in the spool, not yet a finished delta (bytes of delta JSON).',

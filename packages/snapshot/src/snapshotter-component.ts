@@ -53,7 +53,7 @@ export class SnapshotterComponent implements Component {
   private unsubscribe?: () => void;
   private stopping = false;
   /** Nothing is known of the store until a term has looked: until then a full snapshot counts as owed. */
-  private readonly state = { lastFullFailed: false, fullRequired: true };
+  private readonly state = { lastFullFailed: false, fullRequired: true, fullTooLargeToSpool: false };
   private readonly store: SnapStore;
   private readonly logger: Logger;
   /** false while a term cannot start because the store does not answer; a running term tracks its uploads. */
@@ -160,14 +160,16 @@ export class SnapshotterComponent implements Component {
         try {
           await term.start();
           this.term = term;
-          if (!this.storeReachable) this.logger.info('the store is reachable again');
+          // A term that started with its chain in the spool says itself when the store is back.
+          if (!this.storeReachable && term.gauges().storeReachable()) this.logger.info('the store is reachable again');
           this.storeReachable = true;
           this.logger.info('taking snapshots: this sidecar leads');
           return;
         } catch (err) {
           await term.stop();
           this.metrics.failures.inc({ error: 'store' });
-          // Once per outage; etcd keeps the changes meanwhile (or a full snapshot covers them, if it compacts).
+          // Once per outage. Only when no full snapshot could be spooled (etcd unreachable too, or the spool too
+          // small): etcd keeps the changes meanwhile (or a full snapshot covers them, if it compacts).
           if (this.storeReachable) {
             this.logger.warn('cannot start taking snapshots: the store does not answer; retrying with backoff', {
               reason: errorMessage(err),

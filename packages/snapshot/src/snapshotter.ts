@@ -8,8 +8,10 @@ import {
   errorMessage,
   type Logger,
   listSnapshots,
+  METADATA_ETCD_VERSION,
   METADATA_SHA256,
   memberStatus,
+  OperationError,
   parseSnapshotName,
   type SavedFullSnapshot,
   type SnapStore,
@@ -24,7 +26,8 @@ import { OpenDelta } from './open-delta.js';
 import { Serial } from './serial.js';
 import { SingleFlight } from './single-flight.js';
 import type { SnapshotMetrics, SnapshotterGauges } from './snapshot-metrics.js';
-import type { Spool, SpooledDelta } from './spool.js';
+import { isSpooledFull, type Spool, type SpooledDelta } from './spool.js';
+import { SpoolTooSmallError, spoolFullSnapshot } from './spooled-full.js';
 
 export interface SnapshotterOptions {
   /** This sidecar's own member (one endpoint): the watch and the full snapshots read from it. */
@@ -45,9 +48,10 @@ export interface SnapshotterOptions {
   /**
    * Outlives a term. `lastFullFailed`: a failed full snapshot makes the next term start with one (ebr's
    * PrevFullSnapshotSucceeded). `fullRequired`: a full snapshot is owed (due at start-up, failed, or the store
-   * lost its base) and none has been stored since.
+   * lost its base) and none has been stored since. `fullTooLargeToSpool`: a term that started while the store did not
+   * answer could not spool its full snapshot (--spool-max-bytes); the next ones do not take it again in vain.
    */
-  state: { lastFullFailed: boolean; fullRequired: boolean };
+  state: { lastFullFailed: boolean; fullRequired: boolean; fullTooLargeToSpool: boolean };
   /** etcd's revision as last seen, for the watch lag. */
   etcdRevision(): number | undefined;
 }
@@ -103,7 +107,15 @@ export class Snapshotter {
   }
 
   async start(): Promise<void> {
-    await this.serial.run(() => this.resync());
+    try {
+      await this.serial.run(() => this.resync());
+    } catch (err) {
+      await this.startInSpool(err);
+      this.armFullTimer(this.options.schedule.next(new Date()).getTime());
+      this.startDeltas();
+      return;
+    }
+    this.options.state.fullTooLargeToSpool = false;
     const due = this.options.schedule.dueAtStart(
       this.lastFull && { createdAt: this.lastFull.createdAt, final: this.lastFull.final },
       this.options.state.lastFullFailed,
@@ -116,11 +128,49 @@ export class Snapshotter {
     } else {
       this.armFullTimer(this.options.schedule.next(new Date()).getTime());
     }
+    this.startDeltas();
+  }
+
+  private startDeltas(): void {
     if (this.options.deltaPeriodMs > 0) {
       this.watching = this.watchLoop();
       this.deltaTimer = setInterval(() => void this.periodicFlush(), this.options.deltaPeriodMs);
     }
     this.drainSoon(0);
+  }
+
+  /**
+   * The store does not answer, so the chain's position in it is unknown: a new chain starts with a full snapshot
+   * in the spool, and the deltas after it wait there too, as in any outage of the store. Once the store answers,
+   * the drain uploads them in order, or, if the store holds newer snapshots by then, keeps what continues them.
+   */
+  private async startInSpool(storeError: unknown): Promise<void> {
+    const { state } = this.options;
+    if (state.fullTooLargeToSpool) throw storeError;
+    let full: SpooledDelta;
+    try {
+      full = await this.serial.run(() =>
+        spoolFullSnapshot({ ...this.options, logger: this.logger, signal: this.term.signal }),
+      );
+    } catch (err) {
+      if (err instanceof SpoolTooSmallError) state.fullTooLargeToSpool = true;
+      throw new OperationError(
+        `${errorMessage(storeError)}; and no full snapshot could be spooled meanwhile: ${errorMessage(err)}`,
+        { cause: err },
+      );
+    }
+    state.fullRequired = true; // until it is in the store
+    this.storeFailing = true; // the drain says when the store is back
+    await this.local.run(async () => {
+      this.chainHead = full.lastRevision;
+    });
+    this.logger.warn(
+      'the store does not answer: deltas wait in the spool after the full snapshot that starts their chain',
+      {
+        reason: errorMessage(storeError),
+        afterRevision: full.lastRevision,
+      },
+    );
   }
 
   /**
@@ -175,7 +225,7 @@ export class Snapshotter {
     if (!this.watching) throw new Error('delta snapshots are switched off (--delta-snapshot-period 0)');
     // Watched events may also wait in the spool already (a full snapshot sends the open delta there).
     const delta = (await this.local.run(() => this.flush())) ?? this.options.spool.last();
-    if (!delta) return undefined;
+    if (!delta || isSpooledFull(delta)) return undefined;
     await this.serial.run(() => this.drain());
     return parseSnapshotName(delta.name);
   }
@@ -374,6 +424,10 @@ export class Snapshotter {
         await spool.remove(delta);
         continue;
       }
+      if (isSpooledFull(delta)) {
+        await this.uploadFull(delta);
+        continue;
+      }
       if (delta.startRevision !== head + 1) {
         this.logger.warn("a spooled delta does not continue the store's chain; restarting the chain from the store", {
           delta: delta.name,
@@ -408,10 +462,34 @@ export class Snapshotter {
     }
   }
 
+  /** Uploads a spooled full snapshot (startInSpool): a new chain starts there in the store. */
+  private async uploadFull(full: SpooledDelta): Promise<void> {
+    const { spool, store, metrics, state } = this.options;
+    const started = Date.now();
+    const metadata: Record<string, string> = { [METADATA_SHA256]: full.sha256 };
+    if (full.etcdVersion) metadata[METADATA_ETCD_VERSION] = full.etcdVersion;
+    try {
+      await store.put(full.name, spool.read(full), { metadata, signal: this.term.signal });
+    } catch (err) {
+      metrics.failed('Full', (Date.now() - started) / 1000);
+      throw err;
+    }
+    await spool.remove(full);
+    const ref = parseSnapshotName(full.name)!;
+    this.lastFull = ref;
+    state.lastFullFailed = false;
+    state.fullRequired = false;
+    this.logger.info('full snapshot saved', { name: full.name, revision: full.lastRevision, storedBytes: full.bytes });
+    metrics.saved('Full', full.lastRevision, ref.createdAt, (Date.now() - started) / 1000, full.bytes);
+    metrics.latestDeltas.set(0);
+    metrics.latestDeltaRevisions.set(0);
+  }
+
   /**
    * Starts the chain from what the store holds: its newest snapshot's last revision, followed by the spooled
-   * deltas that continue it (those the store already covers go; those that do not fit go too, their revisions
-   * come again from etcd). Then the watch starts over right after the new head.
+   * deltas that continue it, or by a spooled full snapshot newer than it and the deltas that continue that (those
+   * the store already covers go; those that do not fit go too, their revisions come again from etcd). Then the
+   * watch starts over right after the new head.
    */
   private async resync(): Promise<void> {
     const entries = await listSnapshots(this.options.store);
@@ -421,7 +499,8 @@ export class Snapshotter {
     await this.local.run(async () => {
       let chain = head;
       for (const delta of this.options.spool.list()) {
-        if (delta.lastRevision > head && delta.startRevision === chain + 1) {
+        // A spooled full snapshot newer than the store's starts a chain of its own.
+        if (delta.lastRevision > head && (delta.startRevision === chain + 1 || isSpooledFull(delta))) {
           chain = delta.lastRevision;
           continue;
         }
@@ -456,7 +535,7 @@ export class Snapshotter {
     for (const delta of spool.list()) {
       if (delta.lastRevision <= revision) {
         await spool.remove(delta);
-      } else if (delta.startRevision <= revision) {
+      } else if (delta.startRevision <= revision && !isSpooledFull(delta)) {
         try {
           const trimmed = await trimDelta(spool, delta, revision, this.options.compression);
           this.logger.info('trimmed a spooled delta to start after the full snapshot', {

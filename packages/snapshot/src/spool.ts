@@ -4,10 +4,13 @@ import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { assertSnapshotName, fsyncPath, UsageError } from '@etcd-steward/core';
+import { assertSnapshotName, fsyncPath, parseSnapshotName, UsageError } from '@etcd-steward/core';
 import Database from 'better-sqlite3';
 
-/** A delta written to local disk and not yet in the store. */
+/**
+ * A delta written to local disk and not yet in the store; or a full snapshot, taken into the spool when the store
+ * did not answer and the chain's position was unknown (spoolFullSnapshot).
+ */
 export interface SpooledDelta {
   id: number;
   /** Its object name in the store, e.g. `v2/Incr-00000043-00000090-1795299379.zst`. */
@@ -19,9 +22,17 @@ export interface SpooledDelta {
   sha256: string;
   /** When its oldest event was seen (ms since the epoch), for the delta lag. */
   oldestEventAt: number;
+  /** A full snapshot's etcd version, recorded as object metadata when it is uploaded; null for a delta. */
+  etcdVersion: string | null;
 }
 
-export type NewDelta = Pick<SpooledDelta, 'name' | 'startRevision' | 'lastRevision' | 'oldestEventAt'>;
+export type NewDelta = Pick<SpooledDelta, 'name' | 'startRevision' | 'lastRevision' | 'oldestEventAt'> & {
+  etcdVersion?: string | null;
+};
+
+export function isSpooledFull(entry: SpooledDelta): boolean {
+  return parseSnapshotName(entry.name)?.kind === 'Full';
+}
 
 /** A delta being written into the spool (Spool.begin). */
 export interface SpoolDraft {
@@ -39,14 +50,16 @@ const SCHEMA = `
     last_revision INTEGER NOT NULL,
     bytes INTEGER NOT NULL,
     sha256 TEXT NOT NULL,
-    oldest_event_at INTEGER NOT NULL
+    oldest_event_at INTEGER NOT NULL,
+    etcd_version TEXT
   )`;
 
 const COLUMNS =
-  'id, name, start_revision AS startRevision, last_revision AS lastRevision, bytes, sha256, oldest_event_at AS oldestEventAt';
+  'id, name, start_revision AS startRevision, last_revision AS lastRevision, bytes, sha256, oldest_event_at AS oldestEventAt, etcd_version AS etcdVersion';
 
 /**
- * The sidecar's durable queue of deltas on their way to the store (`--spool-dir`): each delta is a file, fsynced
+ * The sidecar's durable queue of deltas on their way to the store (`--spool-dir`), after the full snapshot that
+ * starts their chain when the store did not answer at the term's start: each is a file, fsynced
  * and renamed into place before its row goes into a SQLite index (WAL, synchronous=FULL), so after a crash the
  * index lists exactly the complete files, in chain order. Files without a row are the remains of an interrupted
  * write and go at open. `--spool-max-bytes` caps the finished files; a full spool refuses more (hasRoom), and
@@ -56,7 +69,7 @@ const COLUMNS =
 export class Spool {
   private constructor(
     readonly dir: string,
-    private readonly maxBytes: number,
+    readonly maxBytes: number,
     private readonly db: Database.Database,
   ) {}
 
@@ -68,6 +81,9 @@ export class Spool {
       db.pragma('journal_mode = WAL');
       db.pragma('synchronous = FULL');
       db.exec(SCHEMA);
+      // A spool written before full snapshots could wait in it.
+      const columns = db.prepare('PRAGMA table_info(deltas)').all() as Array<{ name: string }>;
+      if (!columns.some((c) => c.name === 'etcd_version')) db.exec('ALTER TABLE deltas ADD COLUMN etcd_version TEXT');
     } catch (err) {
       const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
       throw new UsageError(`--spool-dir ${dir}: cannot keep a spool there (${reason}); give a writable directory`);
@@ -122,10 +138,18 @@ export class Spool {
         await this.place(part, delta.name);
         const { lastInsertRowid } = this.db
           .prepare(
-            'INSERT INTO deltas (name, start_revision, last_revision, bytes, sha256, oldest_event_at) VALUES (?, ?, ?, ?, ?, ?)',
+            'INSERT INTO deltas (name, start_revision, last_revision, bytes, sha256, oldest_event_at, etcd_version) VALUES (?, ?, ?, ?, ?, ?, ?)',
           )
-          .run(delta.name, delta.startRevision, delta.lastRevision, bytes, sha256, delta.oldestEventAt);
-        return { id: Number(lastInsertRowid), ...delta, bytes, sha256 };
+          .run(
+            delta.name,
+            delta.startRevision,
+            delta.lastRevision,
+            bytes,
+            sha256,
+            delta.oldestEventAt,
+            delta.etcdVersion ?? null,
+          );
+        return { id: Number(lastInsertRowid), ...delta, bytes, sha256, etcdVersion: delta.etcdVersion ?? null };
       },
       discard: async () => {
         source.destroy();
@@ -151,7 +175,7 @@ export class Spool {
       )
       .run(delta.name, delta.startRevision, delta.lastRevision, bytes, sha256, delta.oldestEventAt, old.id);
     if (old.name !== delta.name) await rm(this.fileOf(old.name), { force: true });
-    return { id: old.id, ...delta, bytes, sha256 };
+    return { id: old.id, ...delta, bytes, sha256, etcdVersion: old.etcdVersion };
   }
 
   /** Writes `source` through `transforms` into `part`, measuring what lands there; a failed write leaves nothing. */

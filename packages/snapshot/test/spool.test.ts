@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { text } from 'node:stream/consumers';
 import { Spool } from '@etcd-steward/snapshot';
+import Database from 'better-sqlite3';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 
 let dir: string;
@@ -97,4 +98,30 @@ it('keeps a delta begun before its name is known out of the queue until it is co
 it('refuses a spool dir it cannot use, as a usage error', async () => {
   await writeFile(join(dir, 'file'), '');
   await expect(Spool.open(join(dir, 'file', 'spool'), 1)).rejects.toMatchObject({ exitCode: 2 });
+});
+
+it('opens a spool written before full snapshots could wait in it, and keeps its deltas', async () => {
+  const old = new Database(join(dir, 'spool.db'));
+  old.exec(`CREATE TABLE deltas (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL UNIQUE, start_revision INTEGER NOT NULL,
+    last_revision INTEGER NOT NULL, bytes INTEGER NOT NULL, sha256 TEXT NOT NULL, oldest_event_at INTEGER NOT NULL)`);
+  old.close();
+  const spool = await Spool.open(dir, 1 << 20);
+  await spool.add(delta(2, 10), Readable.from([Buffer.from('delta')]));
+  const full = {
+    name: 'v2/Full-00000000-00000020-1795313340.zst',
+    startRevision: 0,
+    lastRevision: 20,
+    oldestEventAt: 1795313340000,
+    etcdVersion: '3.4.23',
+  };
+  await spool.add(full, Readable.from([Buffer.from('full')]));
+  spool.close();
+
+  const again = await Spool.open(dir, 1 << 20);
+  expect(again.list().map((d) => [d.name, d.etcdVersion])).toEqual([
+    [delta(2, 10).name, null],
+    [full.name, '3.4.23'],
+  ]);
+  again.close();
 });

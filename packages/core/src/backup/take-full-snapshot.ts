@@ -18,7 +18,8 @@ import { METADATA_SHA256, StoredDigest } from '../store/stored-digest.js';
 export interface FullSnapshotOptions {
   /** Status and the snapshot itself streams over its own HTTP/2 connection (snapshot-stream.ts). */
   connection: EtcdConnection;
-  store: SnapStore;
+  /** Where the snapshot goes: a store, or anything that takes it the way a store does (the sidecar's spool). */
+  store: Pick<SnapStore, 'location' | 'put' | 'putFile' | 'stat'>;
   compression: CompressionPolicy;
   /** Where the compressed snapshot waits while its name (which holds its revision) is not yet known. */
   tempDir: string;
@@ -118,7 +119,7 @@ const NAME_ATTEMPTS = 60;
  * seconds in a name are when the snapshot was taken, and ebr reads a later one as well, so a taken name moves
  * to the next second that is free.
  */
-async function unusedName(store: SnapStore, ref: Omit<SnapshotRef, 'name'>): Promise<string> {
+async function unusedName(store: FullSnapshotOptions['store'], ref: Omit<SnapshotRef, 'name'>): Promise<string> {
   for (let i = 0; i < NAME_ATTEMPTS; i++) {
     const name = snapshotName({ ...ref, createdAt: ref.createdAt + i });
     if (!(await store.stat(name))) return name;
