@@ -1,3 +1,4 @@
+export * from './atomic-file.js';
 export * from './bbolt-file.js';
 export * from './bbolt-page-refs.js';
 export * from './bbolt-page-writer.js';
@@ -46,3 +47,12 @@ export * from './spawned-etcd.js';
 export * from './store/index.js';
 export * from './stored-digest.js';
 export * from './take-full-snapshot.js';
+export * from './validation/bbolt-tree-check.js';
+export * from './validation/db-check.js';
+export * from './validation/safe-guard.js';
+export * from './validation/validate-data-dir.js';
+export * from './validation/verdict.js';
+export * from './wal/crc32c.js';
+export * from './wal/wal-scan.js';
+export * from './wal/wal-segment-decoder.js';
+export * from './wal/wal-segments.js';

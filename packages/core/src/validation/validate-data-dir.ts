@@ -1,0 +1,232 @@
+import { readdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { errorMessage, IntegrityError, UsageError } from '../errors.js';
+import { listSnapshots } from '../snapshot-catalog.js';
+import { openStore } from '../store/location.js';
+import { scanWal, type WalSummary } from '../wal/wal-scan.js';
+import { checkDb, type DbState } from './db-check.js';
+import { checkSafeGuard } from './safe-guard.js';
+import { type DataDirReport, type Finding, type ValidationMode, VERDICTS, type Verdict } from './verdict.js';
+
+export interface ValidateOptions {
+  dataDir: string;
+  mode: ValidationMode;
+  /** The pod's namespace (POD_NAMESPACE), for the safe_guard file. */
+  namespace?: string;
+  /** A store URL: the data must not be behind its newest snapshot. */
+  store?: string;
+  /** A db below this revision is invalid (ebr's failbelowrevision). */
+  failBelowRevision?: number;
+  /** A db this many revisions ahead of the store's newest snapshot gets a warning. */
+  maxRevisionsAhead: number;
+}
+
+/** Stops the checks with a verdict other than valid. */
+class Decided extends Error {
+  constructor(
+    readonly verdict: Exclude<Verdict, 'valid'>,
+    readonly finding: Finding,
+  ) {
+    super(finding.message);
+  }
+}
+
+/**
+ * Is this etcd data dir safe to start etcd on (docs/etcd-formats.md §9)? Checks in order — the volume, the
+ * layout, the db, the WAL, then the store — and the first problem decides the verdict. Reads, never writes,
+ * the data dir; the only write is ebr's safe_guard file when it is missing.
+ */
+export async function validateDataDir(options: ValidateOptions): Promise<DataDirReport> {
+  const { dataDir, mode } = options;
+  const findings: Finding[] = [];
+  const report = (verdict: Verdict, reason: string, extra: Partial<DataDirReport> = {}): DataDirReport => ({
+    verdict,
+    exitCode: VERDICTS[verdict].exitCode,
+    reason,
+    mode,
+    dataDir,
+    findings,
+    ...extra,
+  });
+  const facts: Partial<DataDirReport> = {};
+  try {
+    await checkVolume(options, findings);
+    await checkLayout(dataDir);
+    const db = dbFacts(dataDir, mode, findings, options.failBelowRevision);
+    facts.db = {
+      revision: db.revision,
+      consistentIndex: db.consistentIndex,
+      pageSize: db.meta.pageSize,
+      pages: db.meta.pgid,
+      txid: String(db.meta.txid),
+      ...(db.pagesWalked === undefined ? {} : { pagesWalked: db.pagesWalked }),
+    };
+    const wal = await walFacts(dataDir, mode, db, findings);
+    facts.wal = {
+      segments: wal.segments,
+      segmentsRead: wal.segmentsRead,
+      records: wal.records,
+      ...(wal.lastSnapshot ? { lastSnapshot: wal.lastSnapshot } : {}),
+      ...(wal.hardState ? { hardState: wal.hardState } : {}),
+      tornTail: wal.tornTail !== undefined,
+    };
+    let behind = '';
+    if (options.store) {
+      facts.store = await storeFacts(options.store, db.revision, options.maxRevisionsAhead, findings);
+      if (facts.store.newestRevision !== undefined) behind = `, the store's newest is ${facts.store.newestRevision}`;
+    }
+    return report(
+      'valid',
+      `${dataDir} is sound (${mode} check): revision ${db.revision}, consistent index ${db.consistentIndex}${behind}`,
+      facts,
+    );
+  } catch (err) {
+    if (!(err instanceof Decided)) throw err;
+    findings.push(err.finding);
+    return report(err.verdict, err.finding.message, facts);
+  }
+}
+
+async function checkVolume(options: ValidateOptions, findings: Finding[]): Promise<void> {
+  const guard = await checkSafeGuard(options.dataDir, options.namespace).catch((err) => {
+    if (err instanceof UsageError) throw err;
+    throw new Decided('cannot-decide', {
+      check: 'safe-guard',
+      severity: 'problem',
+      message: `cannot read the safe_guard file beside ${options.dataDir}: ${errorMessage(err)}`,
+    });
+  });
+  if (guard.status === 'no-namespace') {
+    findings.push({
+      check: 'safe-guard',
+      severity: 'warning',
+      message: 'POD_NAMESPACE is not set: the check that this volume belongs to this cluster was skipped',
+    });
+  } else if (guard.status === 'mismatch') {
+    throw new Decided('wrong-volume', {
+      check: 'safe-guard',
+      severity: 'problem',
+      message: `${guard.path} names namespace "${guard.found}", not this pod's "${options.namespace}": the volume belongs to another cluster; mount this cluster's volume`,
+    });
+  }
+}
+
+/** `member/`, `member/snap/db` and `member/wal/` (§1). No data dir, or an empty one, needs a restore too. */
+async function checkLayout(dataDir: string): Promise<void> {
+  const kind = async (path: string) => {
+    const st = await stat(path).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return undefined;
+      throw new Decided('cannot-decide', {
+        check: 'layout',
+        severity: 'problem',
+        message: `cannot read ${path}: ${err.code}`,
+      });
+    });
+    return st?.isDirectory() ? 'folder' : st ? 'file' : 'missing';
+  };
+  const missing = (message: string) => new Decided('restore-needed', { check: 'layout', severity: 'problem', message });
+  const top = await kind(dataDir);
+  if (top === 'file') throw new UsageError(`--data-dir ${dataDir} is a file; give etcd's data dir (a folder)`);
+  if (top === 'missing' || (await readdir(dataDir)).length === 0) {
+    throw missing(`${dataDir} holds no etcd data (${top === 'missing' ? 'it does not exist' : 'it is empty'})`);
+  }
+  for (const [path, want] of [
+    ['member', 'folder'],
+    ['member/snap/db', 'file'],
+    ['member/wal', 'folder'],
+  ] as const) {
+    if ((await kind(join(dataDir, path))) !== want) throw missing(`${dataDir} has no ${path} ${want}`);
+  }
+}
+
+function dbFacts(dataDir: string, mode: ValidationMode, findings: Finding[], failBelowRevision?: number): DbState {
+  let db: DbState;
+  try {
+    db = checkDb(join(dataDir, 'member/snap/db'), mode);
+  } catch (err) {
+    throw new Decided(err instanceof IntegrityError ? 'restore-needed' : 'cannot-decide', {
+      check: 'db',
+      severity: 'problem',
+      message: `member/snap/db: ${errorMessage(err)}`,
+    });
+  }
+  for (const message of db.warnings) findings.push({ check: 'db', severity: 'warning', message });
+  if (failBelowRevision !== undefined && db.revision < failBelowRevision) {
+    throw new Decided('restore-needed', {
+      check: 'db',
+      severity: 'problem',
+      message: `the db is at revision ${db.revision}, below --fail-below-revision ${failBelowRevision}`,
+    });
+  }
+  return db;
+}
+
+async function walFacts(dataDir: string, mode: ValidationMode, db: DbState, findings: Finding[]): Promise<WalSummary> {
+  let wal: WalSummary;
+  try {
+    wal = await scanWal(join(dataDir, 'member/wal'), mode === 'full' ? 'all' : 'last');
+  } catch (err) {
+    throw new Decided(err instanceof IntegrityError ? 'restore-needed' : 'cannot-decide', {
+      check: 'wal',
+      severity: 'problem',
+      message: errorMessage(err),
+    });
+  }
+  if (wal.tornTail) {
+    findings.push({
+      check: 'wal',
+      severity: 'warning',
+      message: `the last WAL record (${wal.tornTail.segment} at byte ${wal.tornTail.offset}) is torn, as a crash leaves it: etcd drops it at start-up`,
+    });
+  }
+  // etcd swaps in member/snap/<index>.snap.db for a db behind the WAL's snapshot, and fails without one (§7).
+  const snapshot = wal.lastSnapshot;
+  if (mode === 'full' && snapshot && snapshot.index > db.consistentIndex) {
+    const received = join(dataDir, 'member/snap', `${snapshot.index.toString(16).padStart(16, '0')}.snap.db`);
+    if (!(await stat(received).catch(() => undefined))?.isFile()) {
+      throw new Decided('restore-needed', {
+        check: 'wal',
+        severity: 'problem',
+        message: `the WAL's last snapshot is at raft index ${snapshot.index}, ahead of the db's consistent index ${db.consistentIndex}: the db is older than the WAL`,
+      });
+    }
+  }
+  return wal;
+}
+
+/** The store's newest snapshot against the db: behind it is stale data; far ahead of it is worth a warning. */
+async function storeFacts(
+  url: string,
+  revision: number,
+  maxAhead: number,
+  findings: Finding[],
+): Promise<NonNullable<DataDirReport['store']>> {
+  let snapshots: Awaited<ReturnType<typeof listSnapshots>>;
+  try {
+    snapshots = await listSnapshots(await openStore(url));
+  } catch (err) {
+    if (err instanceof UsageError) throw err;
+    throw new Decided('cannot-decide', {
+      check: 'store',
+      severity: 'problem',
+      message: `cannot list the store to compare revisions: ${errorMessage(err)}; check that it is reachable, or run without --store`,
+    });
+  }
+  const newest = snapshots.reduce((max, s) => Math.max(max, s.lastRevision), 0);
+  if (snapshots.length === 0) return { snapshots: 0 };
+  if (revision < newest) {
+    throw new Decided('restore-needed', {
+      check: 'store',
+      severity: 'problem',
+      message: `the data is stale: the db is at revision ${revision}, the store's newest snapshot at ${newest}`,
+    });
+  }
+  if (revision - newest > maxAhead) {
+    findings.push({
+      check: 'store',
+      severity: 'warning',
+      message: `the db (revision ${revision}) is ${revision - newest} revisions ahead of the store's newest snapshot (${newest}): backups may have stopped, or the store belongs to another cluster`,
+    });
+  }
+  return { newestRevision: newest, snapshots: snapshots.length };
+}
