@@ -166,7 +166,9 @@ function checkFreelist(reader: BboltReader, id: number, reached: Uint8Array): vo
   for (let i = 0; i < count; i++) {
     const free = Number(page.readBigUInt64LE(at + i * 8));
     if (free >= reached.length || reached[free]) {
-      throw new IntegrityError(`bbolt page ${free} is listed twice in the freelist, or free and in use, or past the end`);
+      throw new IntegrityError(
+        `bbolt page ${free} is listed twice in the freelist, or free and in use, or past the end`,
+      );
     }
     reached[free] = 1;
   }
