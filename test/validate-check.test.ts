@@ -5,6 +5,7 @@ import {
   BboltReader,
   type DataDirReport,
   decodeWalSegment,
+  freePort,
   LocalStore,
   listWalSegments,
   takeFullSnapshot,
@@ -149,8 +150,16 @@ describe('etcd-validate check (the built program, data dirs of a real etcd)', ()
     const handle = await open(file, 'r+');
     await handle.write(Buffer.alloc(last.length), 0, last.length, last.offset + 8);
     await handle.close();
-    for (const mode of ['sanity', 'full']) {
-      const { code, report } = await check(dataDir, ['--mode', mode]);
+    // A last write cut short by the end of the file is torn too.
+    const cut = await copy('torn-cut');
+    const tail = await lastSegmentRecords(cut);
+    await truncate(tail.file, tail.records[tail.records.length - 1].offset + 12);
+    for (const [dir, mode] of [
+      [dataDir, 'sanity'],
+      [dataDir, 'full'],
+      [cut, 'full'],
+    ]) {
+      const { code, report } = await check(dir, ['--mode', mode]);
       expect(code).toBe(0);
       expect(report?.wal?.tornTail).toBe(true);
       expect(report?.findings.map((f) => f.message).join()).toMatch(/torn/);
@@ -185,6 +194,24 @@ describe('etcd-validate check (the built program, data dirs of a real etcd)', ()
     expect(good.report?.store?.newestRevision).toBe(good.report?.db?.revision);
   });
 
+  it('a store that cannot be listed: cannot decide, and no credential in the output', async () => {
+    const port = await freePort(); // nothing listens there
+    const secret = 'validate-test-secret-never-shown';
+    const res = await check(
+      path('good', 'data'),
+      ['--store', `s3://backups/etcd?endpoint=http://127.0.0.1:${port}&retries=0`],
+      {
+        AWS_ACCESS_KEY_ID: 'validate-test-key',
+        AWS_SECRET_ACCESS_KEY: secret,
+        AWS_REGION: 'us-east-1',
+      },
+    );
+    expect(res.code).toBe(6);
+    expect(res.report?.verdict).toBe('cannot-decide');
+    expect(res.report?.reason).toMatch(/the data dir is sound, but the store could not be listed.*cannot reach/);
+    expect(res.stdout + res.stderr).not.toContain(secret);
+  });
+
   it('--fail-below-revision above the db revision needs a restore', async () => {
     const { report } = await check(path('good', 'data'));
     const { code } = await check(path('good', 'data'), [
@@ -214,13 +241,14 @@ describe('etcd-validate check (the built program, data dirs of a real etcd)', ()
       ['--mode', 'quick'],
       ['--fail-below-revision', '-1'],
       ['--store', 'nope://x'],
+      ['--store', `file://${path('usage', 'a-file')}/store`],
     ];
     for (const args of bad) {
       const res = await check(dataDir, args, { POD_NAMESPACE: 'shoot--a' });
       expect(res.code, args.join(' ')).toBe(2);
       expect(res.stderr).toMatch(/error/);
     }
-    expect((await check(path('usage', 'a-file'))).code).toBe(2);
+    expect((await check(path('usage', 'a-file'), [], { POD_NAMESPACE: 'shoot--a' })).code).toBe(2);
     await expect(stat(path('usage', 'safe_guard'))).rejects.toThrow(/ENOENT/);
   });
 });

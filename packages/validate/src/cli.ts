@@ -1,7 +1,6 @@
 import {
   type DataDirReport,
   formatVerdict,
-  parseStoreUrl,
   programArgs,
   reportUsage,
   runProgram,
@@ -56,7 +55,6 @@ await programArgs('etcd-validate')
         ),
     (args) =>
       runProgram(args.output, async ({ logger, output }) => {
-        if (args.store) parseStoreUrl(args.store);
         const report: DataDirReport = await validateDataDir({
           dataDir: args['data-dir'],
           mode: args.mode,

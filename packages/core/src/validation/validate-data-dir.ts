@@ -3,6 +3,8 @@ import { join } from 'node:path';
 import { errorMessage, IntegrityError, UsageError } from '../errors.js';
 import { listSnapshots } from '../snapshot-catalog.js';
 import { openStore } from '../store/location.js';
+import { isTransient } from '../store/retry.js';
+import type { SnapStore } from '../store/snapstore.js';
 import { scanWal, type WalSummary } from '../wal/wal-scan.js';
 import { checkDb, type DbState } from './db-check.js';
 import { checkSafeGuard } from './safe-guard.js';
@@ -49,6 +51,12 @@ export async function validateDataDir(options: ValidateOptions): Promise<DataDir
     ...extra,
   });
   const facts: Partial<DataDirReport> = {};
+  // Opened first, so that a store configured wrong is bad usage before any check runs; one that cannot be
+  // reached matters only if the data is otherwise sound.
+  const store = options.store === undefined ? undefined : await openForCheck(options.store);
+  if ((await stat(dataDir).catch(() => undefined))?.isFile()) {
+    throw new UsageError(`--data-dir ${dataDir} is a file; give etcd's data dir (a folder)`);
+  }
   try {
     await checkVolume(options, findings);
     await checkLayout(dataDir);
@@ -71,8 +79,8 @@ export async function validateDataDir(options: ValidateOptions): Promise<DataDir
       tornTail: wal.tornTail !== undefined,
     };
     let behind = '';
-    if (options.store) {
-      facts.store = await storeFacts(options.store, db.revision, options.maxRevisionsAhead, findings);
+    if (store) {
+      facts.store = await storeFacts(store, db.revision, options.maxRevisionsAhead, findings);
       if (facts.store.newestRevision !== undefined) behind = `, the store's newest is ${facts.store.newestRevision}`;
     }
     return report(
@@ -126,7 +134,6 @@ async function checkLayout(dataDir: string): Promise<void> {
   };
   const missing = (message: string) => new Decided('restore-needed', { check: 'layout', severity: 'problem', message });
   const top = await kind(dataDir);
-  if (top === 'file') throw new UsageError(`--data-dir ${dataDir} is a file; give etcd's data dir (a folder)`);
   if (top === 'missing' || (await readdir(dataDir)).length === 0) {
     throw missing(`${dataDir} holds no etcd data (${top === 'missing' ? 'it does not exist' : 'it is empty'})`);
   }
@@ -194,22 +201,33 @@ async function walFacts(dataDir: string, mode: ValidationMode, db: DbState, find
   return wal;
 }
 
+/** The store, or why it could not be reached: a down or unreachable server, not a wrong setting. */
+async function openForCheck(url: string): Promise<SnapStore | { unreachable: unknown }> {
+  try {
+    return await openStore(url);
+  } catch (err) {
+    const code = (err as { cause?: { code?: unknown } }).cause?.code;
+    if (err instanceof UsageError && !isTransient(err) && code !== 'ECONNREFUSED' && code !== 'ENOTFOUND') throw err;
+    return { unreachable: err };
+  }
+}
+
 /** The store's newest snapshot against the db: behind it is stale data; far ahead of it is worth a warning. */
 async function storeFacts(
-  url: string,
+  store: SnapStore | { unreachable: unknown },
   revision: number,
   maxAhead: number,
   findings: Finding[],
 ): Promise<NonNullable<DataDirReport['store']>> {
   let snapshots: Awaited<ReturnType<typeof listSnapshots>>;
   try {
-    snapshots = await listSnapshots(await openStore(url));
+    if ('unreachable' in store) throw store.unreachable;
+    snapshots = await listSnapshots(store);
   } catch (err) {
-    if (err instanceof UsageError) throw err;
     throw new Decided('cannot-decide', {
       check: 'store',
       severity: 'problem',
-      message: `cannot list the store to compare revisions: ${errorMessage(err)}; check that it is reachable, or run without --store`,
+      message: `the data dir is sound, but the store could not be listed to compare revisions: ${errorMessage(err)}`,
     });
   }
   const newest = snapshots.reduce((max, s) => Math.max(max, s.lastRevision), 0);
