@@ -20,19 +20,30 @@ describe('etcd-validate check (the built program, data dirs of a real etcd)', ()
   const path = tempDir('validate-check-');
   let storeUrl: string;
 
+  // Raft snapshots every 100 entries, so that the WAL holds snapshot records and member/snap *.snap files.
+  const snapshotEvery = ['--snapshot-count=100'];
+
   beforeAll(async () => {
-    await withMember(path('stale', 'data'), (client) => writeWorkload(client, { keys: 400, valueSize: 200 }));
+    await withMember(
+      path('stale', 'data'),
+      (client) => writeWorkload(client, { keys: 400, valueSize: 200 }),
+      snapshotEvery,
+    );
     await cp(path('stale'), path('good'), { recursive: true });
     // The member runs on: more writes, then a full snapshot that the stale copy is behind.
-    await withMember(path('good', 'data'), async (client, endpoint) => {
-      for (let i = 0; i < 50; i++) await client.put(`/later/${i}`).value('v'.repeat(100));
-      await takeFullSnapshot({
-        connection: { endpoints: [endpoint] },
-        store: new LocalStore(path('store')),
-        compression: 'none',
-        tempDir: path(),
-      });
-    });
+    await withMember(
+      path('good', 'data'),
+      async (client, endpoint) => {
+        for (let i = 0; i < 150; i++) await client.put(`/later/${i}`).value('v'.repeat(100));
+        await takeFullSnapshot({
+          connection: { endpoints: [endpoint] },
+          store: new LocalStore(path('store')),
+          compression: 'none',
+          tempDir: path(),
+        });
+      },
+      snapshotEvery,
+    );
     storeUrl = `file://${path('store')}`;
   });
 
@@ -175,6 +186,18 @@ describe('etcd-validate check (the built program, data dirs of a real etcd)', ()
     const { code, report } = await check(dataDir);
     expect(code).toBe(3);
     expect(report?.reason).toMatch(/WAL segment .* is damaged at byte \d+/);
+  });
+
+  it('a db older than the WAL (behind its last snapshot record) needs a restore', async () => {
+    const dataDir = await copy('old-db');
+    await cp(path('stale', 'data', 'member/snap/db'), join(dataDir, 'member/snap/db'));
+    for (const mode of ['sanity', 'full']) {
+      const { code, report } = await check(dataDir, ['--mode', mode]);
+      expect(code).toBe(3);
+      expect(report?.reason).toMatch(
+        /the WAL's last snapshot is at raft index \d+, ahead of the db's consistent index \d+/,
+      );
+    }
   });
 
   it('no member/wal needs a restore', async () => {

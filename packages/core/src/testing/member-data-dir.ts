@@ -9,10 +9,12 @@ import { checkEtcdUnderTest } from './etcd-versions.js';
 /**
  * Runs a one-member etcd on `dataDir` for the length of `work`, then stops it cleanly and leaves the data dir
  * behind: what a stopped member leaves, for checks of data dirs. Run it again on the same dir to add to it.
+ * `extraArgs` go to etcd, e.g. a small `--snapshot-count` for raft snapshots in a small data dir.
  */
 export async function withMember<T>(
   dataDir: string,
   work: (client: Etcd3, endpoint: string) => Promise<T>,
+  extraArgs: string[] = [],
 ): Promise<T> {
   await mkdir(dirname(dataDir), { recursive: true });
   const binaries = await findEtcdBinaries();
@@ -22,6 +24,7 @@ export async function withMember<T>(
     name: 'm0',
     dataDir,
     logFile: join(dirname(dataDir), 'etcd.log'),
+    extraArgs,
   });
   let client: Etcd3 | undefined;
   try {

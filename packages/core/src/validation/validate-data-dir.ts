@@ -187,8 +187,9 @@ async function walFacts(dataDir: string, mode: ValidationMode, db: DbState, find
     });
   }
   // etcd swaps in member/snap/<index>.snap.db for a db behind the WAL's snapshot, and fails without one (§7).
+  // Sanity mode sees the snapshot records of the newest segment only: etcd writes one there at each snapshot.
   const snapshot = wal.lastSnapshot;
-  if (mode === 'full' && snapshot && snapshot.index > db.consistentIndex) {
+  if (snapshot && snapshot.index > db.consistentIndex) {
     const received = join(dataDir, 'member/snap', `${snapshot.index.toString(16).padStart(16, '0')}.snap.db`);
     if (!(await stat(received).catch(() => undefined))?.isFile()) {
       throw new Decided('restore-needed', {
