@@ -154,6 +154,27 @@ describe('etcd-validate check (the built program, data dirs of a real etcd)', ()
     expect(full.report?.reason).toMatch(/^member\/snap\/db: bbolt page \d+: /);
   });
 
+  it("damage on the key bucket's rightmost path needs a restore in sanity mode too", async () => {
+    const dataDir = await copy('branch');
+    const db = join(dataDir, 'member/snap/db');
+    const fd = openSync(db, 'r');
+    let rootStart: number;
+    try {
+      const reader = new BboltReader(fd);
+      const key = reader.buckets().get('key');
+      if (!key || key.root === 0) throw new Error('the key bucket should span pages');
+      rootStart = key.root * reader.meta.pageSize;
+    } finally {
+      closeSync(fd);
+    }
+    // The root page's element count: its elements now run past the page.
+    await xorByte(db, rootStart + 11, 0xf0);
+    const { code, report } = await check(dataDir);
+    expect(code).toBe(3);
+    expect(report?.verdict).toBe('restore-needed');
+    expect(report?.reason).toMatch(/^member\/snap\/db: /);
+  });
+
   it('a torn last WAL record is what a crash leaves: valid, with a warning', async () => {
     const dataDir = await copy('torn');
     const { file, records } = await lastSegmentRecords(dataDir);

@@ -1,6 +1,6 @@
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { errorMessage, IntegrityError, UsageError } from '../errors.js';
+import { errorMessage, UsageError } from '../errors.js';
 import { listSnapshots } from '../snapshot-catalog.js';
 import { openStore } from '../store/location.js';
 import { isTransient } from '../store/retry.js';
@@ -78,14 +78,14 @@ export async function validateDataDir(options: ValidateOptions): Promise<DataDir
       ...(wal.hardState ? { hardState: wal.hardState } : {}),
       tornTail: wal.tornTail !== undefined,
     };
-    let behind = '';
+    let storeNote = '';
     if (store) {
       facts.store = await storeFacts(store, db.revision, options.maxRevisionsAhead, findings);
-      if (facts.store.newestRevision !== undefined) behind = `, the store's newest is ${facts.store.newestRevision}`;
+      if (facts.store.newestRevision !== undefined) storeNote = `, the store's newest is ${facts.store.newestRevision}`;
     }
     return report(
       'valid',
-      `${dataDir} is sound (${mode} check): revision ${db.revision}, consistent index ${db.consistentIndex}${behind}`,
+      `${dataDir} is sound (${mode} check): revision ${db.revision}, consistent index ${db.consistentIndex}${storeNote}`,
       facts,
     );
   } catch (err) {
@@ -134,7 +134,17 @@ async function checkLayout(dataDir: string): Promise<void> {
   };
   const missing = (message: string) => new Decided('restore-needed', { check: 'layout', severity: 'problem', message });
   const top = await kind(dataDir);
-  if (top === 'missing' || (await readdir(dataDir)).length === 0) {
+  const empty = async () =>
+    (
+      await readdir(dataDir).catch((err: NodeJS.ErrnoException) => {
+        throw new Decided('cannot-decide', {
+          check: 'layout',
+          severity: 'problem',
+          message: `cannot list ${dataDir}: ${err.code}`,
+        });
+      })
+    ).length === 0;
+  if (top === 'missing' || (await empty())) {
     throw missing(`${dataDir} holds no etcd data (${top === 'missing' ? 'it does not exist' : 'it is empty'})`);
   }
   for (const [path, want] of [
@@ -151,7 +161,7 @@ function dbFacts(dataDir: string, mode: ValidationMode, findings: Finding[], fai
   try {
     db = checkDb(join(dataDir, 'member/snap/db'), mode);
   } catch (err) {
-    throw new Decided(err instanceof IntegrityError ? 'restore-needed' : 'cannot-decide', {
+    throw new Decided(unreadable(err) ? 'cannot-decide' : 'restore-needed', {
       check: 'db',
       severity: 'problem',
       message: `member/snap/db: ${errorMessage(err)}`,
@@ -173,7 +183,7 @@ async function walFacts(dataDir: string, mode: ValidationMode, db: DbState, find
   try {
     wal = await scanWal(join(dataDir, 'member/wal'), mode === 'full' ? 'all' : 'last');
   } catch (err) {
-    throw new Decided(err instanceof IntegrityError ? 'restore-needed' : 'cannot-decide', {
+    throw new Decided(unreadable(err) ? 'cannot-decide' : 'restore-needed', {
       check: 'wal',
       severity: 'problem',
       message: errorMessage(err),
@@ -200,6 +210,14 @@ async function walFacts(dataDir: string, mode: ValidationMode, db: DbState, find
     }
   }
   return wal;
+}
+
+/**
+ * A file that could not be read (permissions, I/O) says nothing about the data. Anything else thrown while
+ * reading it is the data's fault: the checks' own findings, and damage that broke a parse.
+ */
+function unreadable(err: unknown): boolean {
+  return typeof (err as { syscall?: unknown }).syscall === 'string';
 }
 
 /** The store, or why it could not be reached: a down or unreachable server, not a wrong setting. */
