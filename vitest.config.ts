@@ -12,6 +12,7 @@ export default defineConfig({
       { find: /^@etcd-steward\/core$/, replacement: src('core') },
       { find: /^@etcd-steward\/snapshot$/, replacement: src('snapshot') },
       { find: /^@etcd-steward\/restore$/, replacement: src('restore') },
+      { find: /^@etcd-steward\/validate$/, replacement: src('validate') },
     ],
   },
   test: {

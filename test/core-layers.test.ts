@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 /** core's folders, each allowed to use only those before it (docs/developer.md, Layout). */
-const LAYERS = ['common', 'bbolt', 'format', 'store', 'etcd', 'backup', 'replay', 'cli'];
+const LAYERS = ['common', 'bbolt', 'wal', 'format', 'store', 'etcd', 'backup', 'replay', 'validation', 'cli'];
 const SRC = fileURLToPath(new URL('../packages/core/src', import.meta.url));
 
 function sourceFiles(dir: string): string[] {

@@ -1,6 +1,6 @@
 /**
- * The library every program shares, by concept, each folder using only those before it in this list
- * (docs/developer.md; test/core-layers.test.ts checks it).
+ * The library every program shares, a folder a concept; which folder may use which: docs/developer.md, Layout
+ * (test/core-layers.test.ts checks it).
  */
 
 export * from './backup/index.js';
@@ -11,3 +11,5 @@ export * from './etcd/index.js';
 export * from './format/index.js';
 export * from './replay/index.js';
 export * from './store/index.js';
+export * from './validation/index.js';
+export * from './wal/index.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readFields, writeMessage } from '../src/etcd/protobuf-wire.js';
+import { readFields, writeMessage } from '../src/common/protobuf-wire.js';
 
 describe('writeMessage', () => {
   it('writes a KeyValue byte for byte as etcd stores it: fields in order, zeros left out, int64 as uint64', () => {

@@ -125,14 +125,35 @@ export function bucketValue(value: Buffer): BucketValue {
 
 /** Reads a bbolt file by page, with positional reads: memory holds the pages being looked at, not the file. */
 export class BboltReader {
+  /** The meta bbolt opens with: the valid one of the two with the higher txid (docs/etcd-formats.md §2.2). */
   readonly meta: BboltMeta;
+  /** Meta pages (0, 1) that fail magic, version or checksum: bbolt opens with the other one. */
+  readonly invalidMetaPages: number[] = [];
 
   constructor(private readonly fd: number) {
-    const head = this.read(0, 4096 * 2);
-    const first = readMeta(head);
-    if (!first) throw new IntegrityError('the db does not start with a valid bbolt meta page');
-    const second = readMeta(this.read(first.pageSize, first.pageSize));
-    this.meta = second && second.txid > first.txid ? second : first;
+    const first = readMeta(this.read(0, 4096));
+    const second = first ? readMeta(this.read(first.pageSize, first.pageSize)) : this.probeSecondMeta();
+    if (!first) this.invalidMetaPages.push(0);
+    if (!second) this.invalidMetaPages.push(1);
+    const meta = first && second ? (second.txid > first.txid ? second : first) : (first ?? second);
+    if (!meta) throw new IntegrityError('both bbolt meta pages of the db are damaged (magic, version or checksum)');
+    this.meta = meta;
+  }
+
+  /**
+   * Meta page 1 when page 0 is unreadable, so the page size is unknown: bbolt (≥ 1.3.7) looks for it at every
+   * power-of-two offset from 1 KiB to 16 MiB (docs/etcd-formats.md §2.2).
+   */
+  private probeSecondMeta(): BboltMeta | undefined {
+    for (let size = 1024; size <= 16 << 20; size *= 2) {
+      try {
+        const meta = readMeta(this.read(size, 4096));
+        if (meta?.pageSize === size) return meta;
+      } catch {
+        return undefined; // past the end of the file
+      }
+    }
+    return undefined;
   }
 
   /** The top-level buckets by name (etcd has no nested ones), their headers copied out of the pages read. */
@@ -212,7 +233,8 @@ export class BboltReader {
   }
 }
 
-function branchChildren(page: Buffer): PageRef[] {
+/** The children of a branch page, in element order. */
+export function branchChildren(page: Buffer): PageRef[] {
   const count = page.readUInt16LE(10);
   const out: PageRef[] = [];
   for (let i = 0; i < count; i++) {

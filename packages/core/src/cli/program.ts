@@ -43,12 +43,13 @@ export function programArgs(name: string, argv = hideBin(process.argv)): Argv {
   );
 }
 
-export function storeOption<T>(y: Argv<T>) {
+/** `--store` and ebr's provider flags; `required: false` for a program that can do without a store. */
+export function storeOption<T, Required extends boolean = true>(y: Argv<T>, options: { required?: Required } = {}) {
   return (
     y
       .option('store', {
         type: 'string',
-        demandOption: true,
+        demandOption: (options.required ?? true) as Required,
         describe:
           'Where snapshots live: file:///path, s3://bucket/prefix, gs://bucket/prefix, azblob://container/prefix',
       })

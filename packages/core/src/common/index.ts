@@ -3,6 +3,8 @@
  * prefetch, value parsers, small file-system helpers, the backoff between retries.
  * May use: nothing else in core.
  */
+
+export * from './atomic-file.js';
 export * from './backoff.js';
 export * from './errors.js';
 export * from './flag-values.js';
@@ -13,3 +15,4 @@ export * from './logger.js';
 export * from './memory-bound.js';
 export * from './ordered-prefetch.js';
 export * from './progress.js';
+export * from './protobuf-wire.js';

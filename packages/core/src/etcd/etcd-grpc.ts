@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import http2 from 'node:http2';
 import { Transform, type TransformCallback } from 'node:stream';
 import { OperationError } from '../common/errors.js';
+import { readFields, writeMessage } from '../common/protobuf-wire.js';
 import type { EtcdConnection } from './etcd-client.js';
-import { readFields, writeMessage } from './protobuf-wire.js';
 
 /*
  * A few etcd calls over plain HTTP/2 with hand-read messages, for the paths that must be fast and small:

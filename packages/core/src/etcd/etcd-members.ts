@@ -1,7 +1,7 @@
 import { errorMessage, OperationError } from '../common/errors.js';
+import { type ProtoField, readFields } from '../common/protobuf-wire.js';
 import type { EtcdConnection } from './etcd-client.js';
 import { etcdAuthToken, grpcUnary } from './etcd-grpc.js';
-import { type ProtoField, readFields } from './protobuf-wire.js';
 
 export interface EtcdMember {
   /** uint64 as a decimal string, as etcd's status reports the leader. */

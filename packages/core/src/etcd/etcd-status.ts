@@ -1,7 +1,7 @@
 import { errorMessage, OperationError, UsageError } from '../common/errors.js';
+import { readFields } from '../common/protobuf-wire.js';
 import type { EtcdConnection } from './etcd-client.js';
 import { etcdAuthToken, grpcUnary } from './etcd-grpc.js';
-import { readFields } from './protobuf-wire.js';
 
 export interface EtcdStatus {
   version: string;

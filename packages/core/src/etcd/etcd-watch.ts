@@ -1,8 +1,8 @@
 import { errorMessage, OperationError } from '../common/errors.js';
+import { ProtoCursor, writeMessage } from '../common/protobuf-wire.js';
 import type { DeltaEvent } from '../format/delta-format.js';
 import type { EtcdConnection } from './etcd-client.js';
 import { etcdAuthToken, grpcCall } from './etcd-grpc.js';
-import { ProtoCursor, writeMessage } from './protobuf-wire.js';
 
 /** What one watch response delivered: whole revisions, in order. */
 export interface WatchBatch {

@@ -13,7 +13,6 @@ export * from './go-memory.js';
 export * from './keyspace-fingerprint.js';
 export * from './lease-keeper.js';
 export * from './orphan-processes.js';
-export * from './protobuf-wire.js';
 export * from './snapshot-inspection.js';
 export * from './snapshot-restore-command.js';
 export * from './snapshot-stream.js';

@@ -1,8 +1,8 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import { OperationError } from '../common/errors.js';
+import { readSmallVarint } from '../common/protobuf-wire.js';
 import type { EtcdConnection } from './etcd-client.js';
 import { grpcCall } from './etcd-grpc.js';
-import { readSmallVarint } from './protobuf-wire.js';
 
 /**
  * etcd's Maintenance/Snapshot stream as raw bytes (the bbolt db and etcd's sha256 trailer) in chunks of

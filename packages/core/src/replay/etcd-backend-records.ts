@@ -1,4 +1,4 @@
-import { writeMessage } from '../etcd/protobuf-wire.js';
+import { writeMessage } from '../common/protobuf-wire.js';
 import type { DeltaEvent } from '../format/delta-format.js';
 
 /*
