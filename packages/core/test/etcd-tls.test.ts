@@ -1,8 +1,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { makeTestCertificates, type TestCertificates } from '@etcd-steward/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeTestCertificates, type TestCertificates } from '../../testing/src/tls-certificates.js';
 import { takeFullSnapshot } from '../src/backup/take-full-snapshot.js';
 import { findEtcdBinaries } from '../src/etcd/etcd-binaries.js';
 import { createEtcdClient } from '../src/etcd/etcd-client.js';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
+import { goLzwCompress } from '@etcd-steward/testing';
 import { describe, expect, it } from 'vitest';
-import { goLzwCompress } from '../../testing/src/lzw-encoder.js';
 import { IntegrityError } from '../src/common/errors.js';
 import { decompressor } from '../src/format/compression.js';
 import { LzwDecoder } from '../src/format/lzw-decoder.js';

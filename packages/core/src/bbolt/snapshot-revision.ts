@@ -21,7 +21,7 @@ import { compactionMarks } from './db-file-revision.js';
  * the `key` bucket, raised to the compaction marks in `meta`. (bbolt layout: docs/etcd-formats.md §2–3.)
  *
  * Memory: one byte and one number per page (page ids come from the meta page, before any other page),
- * plus the largest single node (a leaf spanning overflow pages).
+ * plus the largest single node (a leaf spanning overflow pages), or the largest a free page's stale header claims.
  */
 
 export class SnapshotRevisionScanner {
@@ -38,7 +38,12 @@ export class SnapshotRevisionScanner {
   private compaction = new Map<number, number>();
   private done = false;
 
-  /** Feed the db bytes in order (a trailing sha256 or partial page is ignored). */
+  /**
+   * Feed the db bytes in order (a trailing sha256 or partial page is ignored). The stream holds every page below
+   * the high-water mark, free ones too, and a free page keeps whatever it last held: a header whose overflow
+   * once covered pages that later became nodes of their own. So the scan moves one page at a time, never by a
+   * span, and reads a node from each page whose header carries its own id (bbolt writes it into every node).
+   */
   write(chunk: Buffer): void {
     if (this.done) return;
     this.pending.push(chunk);
@@ -48,13 +53,26 @@ export class SnapshotRevisionScanner {
         if (this.pendingBytes < 80) return;
         this.readMeta(this.take(80, false));
       }
+      if (this.nextPage >= this.kinds.length) {
+        this.done = true; // past the high-water mark: only etcd's sha256 trailer can follow
+        return;
+      }
       if (this.pendingBytes < PAGE_HEADER) return;
       const header = this.take(PAGE_HEADER, false);
-      const overflow = header.readUInt32LE(12);
-      const span = (overflow + 1) * this.pageSize;
-      if (this.pendingBytes < span) return;
-      this.readPage(this.take(span, true));
+      const span = this.nodeSpan(header);
+      if (this.pendingBytes < Math.max(span, 1) * this.pageSize) return;
+      if (span > 0) this.readNode(this.take(span * this.pageSize, false));
+      this.take(this.pageSize, true);
+      this.nextPage++;
     }
+  }
+
+  /** How many pages the node starting at the next page spans, or 0 when no node starts there. */
+  private nodeSpan(header: Buffer): number {
+    const flags = header.readUInt16LE(8);
+    if ((flags !== BRANCH_PAGE && flags !== LEAF_PAGE) || header.readBigUInt64LE(0) !== BigInt(this.nextPage)) return 0;
+    const overflow = header.readUInt32LE(12);
+    return this.nextPage + overflow < this.kinds.length ? overflow + 1 : 0;
   }
 
   /** The snapshot's revision, once every page was written. */
@@ -114,19 +132,14 @@ export class SnapshotRevisionScanner {
     this.values = new Float64Array(pageCount);
   }
 
-  private readPage(page: Buffer): void {
+  private readNode(page: Buffer): void {
     const id = this.nextPage;
-    this.nextPage += page.length / this.pageSize;
-    if (id >= this.kinds.length) {
-      this.done = true; // past the high-water mark: only etcd's sha256 trailer can follow
-      return;
-    }
     const flags = page.readUInt16LE(8);
     if (flags === BRANCH_PAGE) {
       const count = page.readUInt16LE(10);
       this.kinds[id] = BRANCH_PAGE;
       this.values[id] = count > 0 ? Number(page.readBigUInt64LE(PAGE_HEADER + (count - 1) * ELEMENT + 8)) : Number.NaN;
-    } else if (flags === LEAF_PAGE) {
+    } else {
       this.kinds[id] = LEAF_PAGE;
       this.values[id] = lastRevisionKey(page);
       if (id === this.rootPage) this.rootBuckets = bucketsOf(leafElements(page));
