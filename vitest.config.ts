@@ -8,10 +8,11 @@ export default defineConfig({
   resolve: {
     // Tests run against the TypeScript sources; end-to-end tests run the built programs.
     alias: [
-      { find: /^@etcd-steward\/core\/testing$/, replacement: src('core', 'testing/index.ts') },
+      { find: /^@etcd-steward\/testing$/, replacement: src('testing') },
       { find: /^@etcd-steward\/core$/, replacement: src('core') },
       { find: /^@etcd-steward\/snapshot$/, replacement: src('snapshot') },
       { find: /^@etcd-steward\/restore$/, replacement: src('restore') },
+      { find: /^@etcd-steward\/validate$/, replacement: src('validate') },
     ],
   },
   test: {

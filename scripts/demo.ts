@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createEtcdClient, EtcdProcess, findEtcdBinaries, freePort, keyspaceFingerprint } from '@etcd-steward/core';
-import { startCluster, writeWorkload } from '@etcd-steward/core/testing';
+import { startCluster, writeWorkload } from '@etcd-steward/testing';
 
 const root = new URL('..', import.meta.url).pathname;
 const step = (text: string) => console.log(`\n==> ${text}`);

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
-import { startCluster, type TestCluster } from '@etcd-steward/core/testing';
+import { startCluster, type TestCluster } from '@etcd-steward/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProgram } from './run-program.js';
 import { type SidecarProcess, startSidecar } from './sidecar-helpers.js';

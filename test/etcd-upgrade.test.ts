@@ -1,13 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { dbEtcdVersion, freePort, type KeyspaceFingerprint } from '@etcd-steward/core';
-import {
-  etcdBinDir,
-  fingerprintRestored,
-  startCluster,
-  withEtcdOnPath,
-  writeWorkload,
-} from '@etcd-steward/core/testing';
+import { etcdBinDir, fingerprintRestored, startCluster, withEtcdOnPath, writeWorkload } from '@etcd-steward/testing';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { runProgram } from './run-program.js';
 import { keyspaceOnceStored, startSidecar } from './sidecar-helpers.js';

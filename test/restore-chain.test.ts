@@ -8,7 +8,7 @@ import {
   fingerprintRestored,
   startCluster,
   type TestCluster,
-} from '@etcd-steward/core/testing';
+} from '@etcd-steward/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ebrLocalListing } from './ebr-local-listing.js';
 import { runProgram } from './run-program.js';

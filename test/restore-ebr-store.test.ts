@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { deflateSync, gunzipSync, gzipSync } from 'node:zlib';
 import { freePort } from '@etcd-steward/core';
-import { goLzwCompress, readRestored } from '@etcd-steward/core/testing';
+import { goLzwCompress, readRestored } from '@etcd-steward/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ebrStoreDir } from './fixtures.js';
 import { runProgram } from './run-program.js';

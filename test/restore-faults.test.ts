@@ -14,7 +14,7 @@ import {
   fingerprintRestored,
   startCluster,
   type TestCluster,
-} from '@etcd-steward/core/testing';
+} from '@etcd-steward/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startS3Target } from '../packages/core/test/store/s3-target.js';
 import { runProgram, startProgram } from './run-program.js';

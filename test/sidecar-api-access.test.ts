@@ -1,8 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
-import { startCluster } from '@etcd-steward/core/testing';
+import { makeTestCertificates, startCluster, type TestCertificates } from '@etcd-steward/testing';
 import { expect, it, onTestFinished } from 'vitest';
-import { makeTestCertificates, type TestCertificates } from '../packages/core/src/testing/tls-certificates.js';
 import { startSidecar, waitFor } from './sidecar-helpers.js';
 import { tempDir } from './temp-dir.js';
 

@@ -1,5 +1,5 @@
 import { freePort } from '@etcd-steward/core';
-import { startCluster } from '@etcd-steward/core/testing';
+import { startCluster } from '@etcd-steward/testing';
 import { expect, it, onTestFinished } from 'vitest';
 import { metric, startSidecar, waitFor } from './sidecar-helpers.js';
 import { tempDir } from './temp-dir.js';

@@ -1,5 +1,5 @@
 import { LocalStore, listSnapshots } from '@etcd-steward/core';
-import { startCluster } from '@etcd-steward/core/testing';
+import { startCluster } from '@etcd-steward/testing';
 import { expect, it } from 'vitest';
 import {
   chainProblems,

@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { startCluster } from '@etcd-steward/core/testing';
+import { startCluster } from '@etcd-steward/testing';
 import { expect, it } from 'vitest';
 import { firstDelta, metric, type SidecarProcess, startSidecar, startWriter } from './sidecar-helpers.js';
 import { tempDir } from './temp-dir.js';

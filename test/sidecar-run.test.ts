@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { keyspaceFingerprint, LocalStore, listSnapshots, memberList } from '@etcd-steward/core';
-import { startCluster, writeWorkload } from '@etcd-steward/core/testing';
+import { startCluster, writeWorkload } from '@etcd-steward/testing';
 import { describe, expect, it } from 'vitest';
 import {
   chainProblems,

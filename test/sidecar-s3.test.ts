@@ -1,5 +1,5 @@
 import { writeFile } from 'node:fs/promises';
-import { startCluster } from '@etcd-steward/core/testing';
+import { startCluster } from '@etcd-steward/testing';
 import { expect, it, onTestFinished } from 'vitest';
 import { startS3Server } from './servers/s3-server.js';
 import { metric, startSidecar, waitFor } from './sidecar-helpers.js';

@@ -3,7 +3,7 @@ import { mkdir, readdir, rename, symlink, writeFile } from 'node:fs/promises';
 import { connect, createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { freePort, LocalStore, listSnapshots, openStore, takeFullSnapshot } from '@etcd-steward/core';
-import { startCluster } from '@etcd-steward/core/testing';
+import { startCluster } from '@etcd-steward/testing';
 import { expect, it, onTestFinished } from 'vitest';
 import { runProgram } from './run-program.js';
 import { startS3Server } from './servers/s3-server.js';

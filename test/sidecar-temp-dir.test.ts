@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { freePort } from '@etcd-steward/core';
-import { startCluster } from '@etcd-steward/core/testing';
+import { startCluster } from '@etcd-steward/testing';
 import { expect, it, onTestFinished } from 'vitest';
 import { startProgram } from './run-program.js';
 import { metric, startSidecar, waitFor } from './sidecar-helpers.js';

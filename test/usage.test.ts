@@ -2,7 +2,7 @@ import { cp, mkdir, readdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startCluster, type TestCluster } from '@etcd-steward/core/testing';
+import { startCluster, type TestCluster } from '@etcd-steward/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ebrStoreDir } from './fixtures.js';
 import { type ProgramResult, runProgram, startProgram } from './run-program.js';

@@ -31,7 +31,7 @@ import {
   LocalStore,
   takeFullSnapshot,
 } from '@etcd-steward/core';
-import { fingerprintRestored, startCluster, storeDeltas, watchEvents } from '@etcd-steward/core/testing';
+import { fingerprintRestored, startCluster, storeDeltas, watchEvents } from '@etcd-steward/testing';
 import { formatTable, type Measurement, measure, printTable } from './measure.ts';
 import { parseMemoryQuantity } from './memory-cgroup.ts';
 

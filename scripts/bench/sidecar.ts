@@ -27,7 +27,7 @@ import {
   listSnapshots,
   memberStatus,
 } from '@etcd-steward/core';
-import { startCluster } from '@etcd-steward/core/testing';
+import { startCluster } from '@etcd-steward/testing';
 import { peakOf, printTable, residentMemory } from './measure.ts';
 import { type CgroupReport, createMemoryCgroup, parseMemoryQuantity } from './memory-cgroup.ts';
 

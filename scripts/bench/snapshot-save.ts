@@ -6,7 +6,7 @@ import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { startCluster } from '@etcd-steward/core/testing';
+import { startCluster } from '@etcd-steward/testing';
 import { measure, median, printTable } from './measure.ts';
 
 const { values } = parseArgs({

@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { compressor, decompressor } from '../src/compression.js';
-import { isDecompressionError } from '../src/fetch-delta.js';
+import { isDecompressionError } from '../src/backup/fetch-delta.js';
+import { compressor, decompressor } from '../src/format/compression.js';
 
 async function through(stream: NodeJS.ReadWriteStream, bytes: Buffer, chunk: number): Promise<Buffer> {
   const chunks: Buffer[] = [];

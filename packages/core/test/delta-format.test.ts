@@ -10,7 +10,7 @@ import {
   encodeDelta,
   encodeDeltaEvent,
   verifyDelta,
-} from '../src/delta-format.js';
+} from '../src/format/delta-format.js';
 
 const fixture = (name: string) => readFile(ebrStoreObject(name));
 

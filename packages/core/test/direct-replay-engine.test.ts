@@ -2,21 +2,21 @@ import { closeSync, openSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { buildChainStore, type ChainStore, startCluster, type TestCluster } from '@etcd-steward/testing';
 import type { Etcd3 } from 'etcd3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BboltReader, bucketValue } from '../src/bbolt-file.js';
-import { DirectReplayEngine } from '../src/direct-replay-engine.js';
-import { findEtcdBinaries } from '../src/etcd-binaries.js';
-import { keyspaceFingerprint } from '../src/keyspace-fingerprint.js';
-import { type ChainReplayOptions, replayChain } from '../src/replay-chain.js';
-import type { ReplayEngine } from '../src/replay-engine.js';
-import { GrpcReplayEngine } from '../src/replay-events.js';
-import { listSnapshots } from '../src/snapshot-catalog.js';
-import { planChains } from '../src/snapshot-chain.js';
-import { inspectDataDir, inspectSnapshotFile } from '../src/snapshot-inspection.js';
-import { runSnapshotRestore } from '../src/snapshot-restore-command.js';
+import { listSnapshots } from '../src/backup/snapshot-catalog.js';
+import { planChains } from '../src/backup/snapshot-chain.js';
+import { BboltReader, bucketValue } from '../src/bbolt/bbolt-file.js';
+import { findEtcdBinaries } from '../src/etcd/etcd-binaries.js';
+import { keyspaceFingerprint } from '../src/etcd/keyspace-fingerprint.js';
+import { inspectDataDir, inspectSnapshotFile } from '../src/etcd/snapshot-inspection.js';
+import { runSnapshotRestore } from '../src/etcd/snapshot-restore-command.js';
+import { DirectReplayEngine } from '../src/replay/direct-replay-engine.js';
+import { type ChainReplayOptions, replayChain } from '../src/replay/replay-chain.js';
+import type { ReplayEngine } from '../src/replay/replay-engine.js';
+import { GrpcReplayEngine } from '../src/replay/replay-events.js';
 import { LocalStore } from '../src/store/local.js';
-import { buildChainStore, type ChainStore, startCluster, type TestCluster } from '../src/testing/index.js';
 
 /** The names of the buckets in a db or snapshot file. */
 function bucketNames(file: string): string[] {

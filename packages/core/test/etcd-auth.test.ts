@@ -3,10 +3,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { startCluster, type TestCluster } from '@etcd-steward/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { takeFullSnapshot } from '../src/backup/take-full-snapshot.js';
 import { LocalStore } from '../src/store/local.js';
-import { takeFullSnapshot } from '../src/take-full-snapshot.js';
-import { startCluster, type TestCluster } from '../src/testing/etcd-cluster.js';
 
 const run = promisify(execFile);
 

@@ -1,14 +1,14 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { makeTestCertificates, type TestCertificates } from '@etcd-steward/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findEtcdBinaries } from '../src/etcd-binaries.js';
-import { createEtcdClient } from '../src/etcd-client.js';
-import { memberStatus } from '../src/etcd-status.js';
-import { EtcdProcess } from '../src/spawned-etcd.js';
+import { takeFullSnapshot } from '../src/backup/take-full-snapshot.js';
+import { findEtcdBinaries } from '../src/etcd/etcd-binaries.js';
+import { createEtcdClient } from '../src/etcd/etcd-client.js';
+import { memberStatus } from '../src/etcd/etcd-status.js';
+import { EtcdProcess } from '../src/etcd/spawned-etcd.js';
 import { LocalStore } from '../src/store/local.js';
-import { takeFullSnapshot } from '../src/take-full-snapshot.js';
-import { makeTestCertificates, type TestCertificates } from '../src/testing/tls-certificates.js';
 
 describe('etcd over TLS with client certificates', () => {
   let dir: string;

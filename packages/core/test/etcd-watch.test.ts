@@ -1,5 +1,5 @@
 import { type DeltaEvent, memberList, type WatchBatch, WatchCompactedError, watchRevisions } from '@etcd-steward/core';
-import { startCluster, type TestCluster } from '@etcd-steward/core/testing';
+import { startCluster, type TestCluster } from '@etcd-steward/testing';
 import type { Etcd3 } from 'etcd3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 

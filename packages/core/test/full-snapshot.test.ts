@@ -1,18 +1,22 @@
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { closeSync, openSync } from 'node:fs';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
+import { startCluster, type TestCluster, writeWorkload } from '@etcd-steward/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ebrStoreObject } from '../../../test/fixtures.js';
-import { decompressor } from '../src/compression.js';
-import { IntegrityError } from '../src/errors.js';
-import { FullSnapshotCheck } from '../src/full-snapshot-check.js';
-import { parseSnapshotName } from '../src/snapshot-name.js';
+import { takeFullSnapshot } from '../src/backup/take-full-snapshot.js';
+import { BboltReader, BRANCH_PAGE, LEAF_PAGE } from '../src/bbolt/bbolt-file.js';
+import { dbFileRevision } from '../src/bbolt/db-file-revision.js';
+import { SnapshotRevisionScanner } from '../src/bbolt/snapshot-revision.js';
+import { IntegrityError } from '../src/common/errors.js';
+import { decompressor } from '../src/format/compression.js';
+import { FullSnapshotCheck } from '../src/format/full-snapshot-check.js';
+import { parseSnapshotName } from '../src/format/snapshot-name.js';
 import { LocalStore } from '../src/store/local.js';
-import { takeFullSnapshot } from '../src/take-full-snapshot.js';
-import { startCluster, type TestCluster, writeWorkload } from '../src/testing/index.js';
 
 async function check(bytes: Buffer) {
   const c = new FullSnapshotCheck('test snapshot');
@@ -98,6 +102,64 @@ describe('takeFullSnapshot against a real etcd', () => {
     expect((await readdir(dir)).filter((f) => f.startsWith('etcd-snapshot-'))).toEqual([]);
   });
 
+  it('takes the revision from the compaction marks when compaction removed its last row, as etcd does', async () => {
+    const client = cluster.client();
+    await client.put('gone').value('v');
+    const deleted = Number((await client.kv.deleteRange({ key: Buffer.from('gone') })).header.revision);
+    // the tombstone at the last revision is compacted away: only meta's marks still say the revision
+    await client.kv.compact({ revision: String(deleted), physical: true });
+    const store = new LocalStore(join(dir, 'compacted-store'));
+    const saved = await takeFullSnapshot({
+      connection: { endpoints: cluster.endpoints },
+      store,
+      compression: 'none',
+      tempDir: dir,
+    });
+    expect(saved.revision).toBe(deleted);
+    const chunks: Buffer[] = [];
+    for await (const chunk of await store.get(saved.ref.name)) chunks.push(chunk);
+    const db = join(dir, 'compacted.db');
+    await writeFile(db, Buffer.concat(chunks).subarray(0, -32));
+    expect(await dbFileRevision(db)).toBe(deleted);
+  });
+
+  it("reads the revision past a free page whose stale header claims the pages after it, as etcd's free pages may", async () => {
+    const client = cluster.client();
+    // Churn leaves free pages in the db; etcd's snapshot streams them with whatever they last held.
+    for (let round = 0; round < 3; round++) {
+      await writeWorkload(client, { keys: 1500, valueSize: 300, seed: round + 7, prefix: `/churn/${round}/` });
+      await client.delete().prefix(`/churn/${round}/`);
+    }
+    const store = new LocalStore(join(dir, 'stale-store'));
+    const saved = await takeFullSnapshot({
+      connection: { endpoints: cluster.endpoints },
+      store,
+      compression: 'none',
+      tempDir: dir,
+    });
+    const chunks: Buffer[] = [];
+    for await (const chunk of await store.get(saved.ref.name)) chunks.push(chunk);
+    const snapshot = Buffer.concat(chunks);
+    const db = join(dir, 'stale.db');
+    await writeFile(db, snapshot.subarray(0, -32));
+    const { pageSize, free, lastKeyLeaf } = pageUse(db);
+    // A free page before the key bucket's last leaf gets a header as a freed multi-page node's would have:
+    // its own id, a leaf, and an overflow reaching over that leaf.
+    const stale = free.filter((id) => id < lastKeyLeaf).at(-1);
+    expect(stale).toBeDefined();
+    const patched = Buffer.from(snapshot);
+    const at = (stale as number) * pageSize;
+    patched.writeBigUInt64LE(BigInt(stale as number), at);
+    patched.writeUInt16LE(LEAF_PAGE, at + 8);
+    patched.writeUInt16LE(0, at + 10);
+    patched.writeUInt32LE(lastKeyLeaf - (stale as number), at + 12);
+    for (const chunkSize of [4096, 65_536, 1 << 20]) {
+      const scanner = new SnapshotRevisionScanner();
+      for (let i = 0; i < patched.length; i += chunkSize) scanner.write(patched.subarray(i, i + chunkSize));
+      expect(scanner.revision()).toBe(saved.revision);
+    }
+  });
+
   it('takes the snapshot from the next endpoint when the first is down', async () => {
     const store = new LocalStore(join(dir, 'fallback-store'));
     const saved = await takeFullSnapshot({
@@ -117,3 +179,32 @@ describe('takeFullSnapshot against a real etcd', () => {
     expect(await store.list()).toEqual([]);
   });
 });
+
+/** The pages no bucket reaches (free) and the key bucket's last leaf, read with the random-access reader. */
+function pageUse(path: string): { pageSize: number; free: number[]; lastKeyLeaf: number } {
+  const fd = openSync(path, 'r');
+  try {
+    const reader = new BboltReader(fd);
+    const used = new Set<number>([0, 1]);
+    const walk = (id: number): number => {
+      const page = reader.page(id);
+      for (let k = 0; k <= page.readUInt32LE(12); k++) used.add(id + k);
+      if (page.readUInt16LE(8) !== BRANCH_PAGE) return id;
+      let last = id;
+      for (let i = 0; i < page.readUInt16LE(10); i++) last = walk(Number(page.readBigUInt64LE(16 + i * 16 + 8)));
+      return last;
+    };
+    let lastKeyLeaf = -1;
+    used.add(reader.meta.root);
+    for (const [name, bucket] of reader.buckets()) {
+      if (bucket.inline) continue;
+      const last = walk(bucket.root);
+      if (name === 'key') lastKeyLeaf = last;
+    }
+    const free: number[] = [];
+    for (let id = 2; id < reader.meta.pgid; id++) if (!used.has(id)) free.push(id);
+    return { pageSize: reader.meta.pageSize, free, lastKeyLeaf };
+  } finally {
+    closeSync(fd);
+  }
+}

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
+import { goLzwCompress } from '@etcd-steward/testing';
 import { describe, expect, it } from 'vitest';
-import { decompressor } from '../src/compression.js';
-import { IntegrityError } from '../src/errors.js';
-import { LzwDecoder } from '../src/lzw-decoder.js';
-import { goLzwCompress } from '../src/testing/lzw-encoder.js';
+import { IntegrityError } from '../src/common/errors.js';
+import { decompressor } from '../src/format/compression.js';
+import { LzwDecoder } from '../src/format/lzw-decoder.js';
 
 async function decode(bytes: Buffer, chunk = bytes.length || 1): Promise<Buffer> {
   const chunks: Buffer[] = [];

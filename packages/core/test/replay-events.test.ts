@@ -2,20 +2,20 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { startCluster, storeDeltas, type TestCluster, watchEvents, writeWorkload } from '@etcd-steward/testing';
 import type { Etcd3 } from 'etcd3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Revision } from '../src/delta-revisions.js';
-import { findEtcdBinaries } from '../src/etcd-binaries.js';
-import { type KeyspaceFingerprint, keyspaceFingerprint } from '../src/keyspace-fingerprint.js';
-import { replayChain } from '../src/replay-chain.js';
-import type { ReplayEngine } from '../src/replay-engine.js';
-import { GrpcReplayEngine } from '../src/replay-events.js';
-import { listSnapshots } from '../src/snapshot-catalog.js';
-import { planChains } from '../src/snapshot-chain.js';
-import { inspectSnapshotFile } from '../src/snapshot-inspection.js';
+import { listSnapshots } from '../src/backup/snapshot-catalog.js';
+import { planChains } from '../src/backup/snapshot-chain.js';
+import { takeFullSnapshot } from '../src/backup/take-full-snapshot.js';
+import { findEtcdBinaries } from '../src/etcd/etcd-binaries.js';
+import { type KeyspaceFingerprint, keyspaceFingerprint } from '../src/etcd/keyspace-fingerprint.js';
+import { inspectSnapshotFile } from '../src/etcd/snapshot-inspection.js';
+import type { Revision } from '../src/format/delta-revisions.js';
+import { replayChain } from '../src/replay/replay-chain.js';
+import type { ReplayEngine } from '../src/replay/replay-engine.js';
+import { GrpcReplayEngine } from '../src/replay/replay-events.js';
 import { LocalStore } from '../src/store/local.js';
-import { takeFullSnapshot } from '../src/take-full-snapshot.js';
-import { startCluster, storeDeltas, type TestCluster, watchEvents, writeWorkload } from '../src/testing/index.js';
 
 /** Delays the first revision, so that a replay outlasts the short lease in the full snapshot. */
 class SlowStart implements ReplayEngine {

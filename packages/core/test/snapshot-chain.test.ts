@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { ebrStoreDir } from '../../../test/fixtures.js';
-import type { CatalogEntry } from '../src/snapshot-catalog.js';
-import { listSnapshots } from '../src/snapshot-catalog.js';
-import { planChains } from '../src/snapshot-chain.js';
-import { parseSnapshotName } from '../src/snapshot-name.js';
+import type { CatalogEntry } from '../src/backup/snapshot-catalog.js';
+import { listSnapshots } from '../src/backup/snapshot-catalog.js';
+import { planChains } from '../src/backup/snapshot-chain.js';
+import { parseSnapshotName } from '../src/format/snapshot-name.js';
 import { LocalStore } from '../src/store/local.js';
 
 const fixtureStore = new LocalStore(ebrStoreDir);

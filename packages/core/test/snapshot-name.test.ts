@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compareSnapshots, parseSnapshotName, snapshotName } from '../src/snapshot-name.js';
+import { compareSnapshots, parseSnapshotName, snapshotName } from '../src/format/snapshot-name.js';
 
 describe('snapshot names (ebr format)', () => {
   it('writes the names ebr writes, padded to 8 digits and no narrower', () => {

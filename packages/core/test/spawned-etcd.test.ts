@@ -2,8 +2,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findEtcdBinaries } from '../src/etcd-binaries.js';
-import { EtcdProcess } from '../src/spawned-etcd.js';
+import { findEtcdBinaries } from '../src/etcd/etcd-binaries.js';
+import { EtcdProcess } from '../src/etcd/spawned-etcd.js';
 
 describe('a spawned etcd (real etcd)', () => {
   let dir: string;

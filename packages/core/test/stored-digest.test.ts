@@ -6,8 +6,8 @@ import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ebrStoreObject } from '../../../test/fixtures.js';
-import { fetchFullSnapshot } from '../src/fetch-full-snapshot.js';
-import { listSnapshots } from '../src/snapshot-catalog.js';
+import { fetchFullSnapshot } from '../src/backup/fetch-full-snapshot.js';
+import { listSnapshots } from '../src/backup/snapshot-catalog.js';
 import { LocalStore } from '../src/store/local.js';
 import type { SnapStore } from '../src/store/snapstore.js';
 

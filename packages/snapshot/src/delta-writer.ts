@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
+  Backoff,
   type CompressionPolicy,
   collectGarbage,
   type DeltaEvent,
@@ -134,7 +135,7 @@ export class DeltaWriter {
    * flushed (the spool is full), and while the spool's disk is behind, which holds etcd back.
    */
   private async watchLoop(): Promise<void> {
-    let retryMs = RETRY_MS;
+    const backoff = new Backoff({ baseDelayMs: RETRY_MS, maxDelayMs: MAX_RETRY_MS });
     let broken = false;
     while (!this.options.signal.aborted) {
       const control = new AbortController();
@@ -144,7 +145,7 @@ export class DeltaWriter {
         for await (const batch of watchRevisions(this.options.connection, this.resumeRevision(), { signal })) {
           // A batch that arrives after a rewatch belongs to a chain position that no longer exists.
           if (signal.aborted) break;
-          retryMs = RETRY_MS;
+          backoff.reset();
           if (broken) this.logger.info('the watch is back', { revision: batch.revision });
           broken = false;
           this.watchedRevision = batch.revision;
@@ -170,8 +171,7 @@ export class DeltaWriter {
           });
         }
         broken = true;
-        await sleep(retryMs, undefined, { signal: this.options.signal }).catch(() => {});
-        retryMs = Math.min(retryMs * 2, MAX_RETRY_MS);
+        await backoff.wait(this.options.signal).catch(() => {});
       }
     }
   }

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
+  Backoff,
   type CompressionPolicy,
   type EtcdConnection,
   errorMessage,
@@ -63,7 +64,7 @@ export class FullSnapshots {
   /** Requested full snapshots, by `final`: requests that come while one is queued or running share it. */
   private readonly requestedFull = new SingleFlight<boolean, SavedFullSnapshot>();
   private fullTimer?: NodeJS.Timeout;
-  private fullRetryMs = FULL_RETRY_MS;
+  private readonly fullBackoff = new Backoff({ baseDelayMs: FULL_RETRY_MS, maxDelayMs: MAX_FULL_RETRY_MS });
   private readonly logger: Logger;
 
   constructor(private readonly options: FullSnapshotsOptions) {
@@ -162,16 +163,16 @@ export class FullSnapshots {
   async scheduledFull(): Promise<void> {
     try {
       await this.options.serial.run(() => this.take(false));
-      this.fullRetryMs = FULL_RETRY_MS;
+      this.fullBackoff.reset();
       this.armFullTimer(this.options.schedule.next(new Date()).getTime());
     } catch (err) {
       if (this.options.signal.aborted) return;
+      const retryMs = this.fullBackoff.next();
       this.logger.error('full snapshot failed; trying again', {
         reason: errorMessage(err),
-        retryInSeconds: this.fullRetryMs / 1000,
+        retryInSeconds: retryMs / 1000,
       });
-      this.armFullTimer(Date.now() + this.fullRetryMs);
-      this.fullRetryMs = Math.min(this.fullRetryMs * 2, MAX_FULL_RETRY_MS);
+      this.armFullTimer(Date.now() + retryMs);
     }
   }
 

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
+  Backoff,
   cleanupIncompleteUploads,
   errorMessage,
   type Logger,
@@ -146,7 +147,8 @@ export class SnapshotterComponent implements Component {
       }
       // Before this term's own first upload: what is incomplete now was left by a writer that stopped.
       await this.abortIncompleteUploads();
-      for (let retryMs = RETRY_MS; !waiting.signal.aborted; retryMs = Math.min(retryMs * 2, MAX_RETRY_MS)) {
+      const backoff = new Backoff({ baseDelayMs: RETRY_MS, maxDelayMs: MAX_RETRY_MS });
+      while (!waiting.signal.aborted) {
         const term = new SnapshotTerm({
           ...this.options,
           store: this.store,
@@ -174,7 +176,7 @@ export class SnapshotterComponent implements Component {
             });
           }
           this.storeReachable = false;
-          await sleep(retryMs, undefined, { signal: waiting.signal });
+          await backoff.wait(waiting.signal);
         }
       }
     } catch {

@@ -1,4 +1,5 @@
 import {
+  Backoff,
   errorMessage,
   type Logger,
   METADATA_ETCD_VERSION,
@@ -43,7 +44,7 @@ const MAX_RETRY_MS = 30_000;
  */
 export class SpoolUploader {
   private drainTimer?: NodeJS.Timeout;
-  private drainRetryMs = RETRY_MS;
+  private readonly drainBackoff = new Backoff({ baseDelayMs: RETRY_MS, maxDelayMs: MAX_RETRY_MS });
   private storeFailing = false;
   private readonly logger: Logger;
 
@@ -74,7 +75,7 @@ export class SpoolUploader {
         await this.options.serial.run(() => this.drain());
         if (this.storeFailing) this.logger.info('the store is reachable again; the spool is uploaded');
         this.storeFailing = false;
-        this.drainRetryMs = RETRY_MS;
+        this.drainBackoff.reset();
       } catch (err) {
         if (this.options.signal.aborted) return;
         this.options.metrics.failures.inc({ error: 'store' });
@@ -84,8 +85,7 @@ export class SpoolUploader {
           });
         }
         this.storeFailing = true;
-        this.drainSoon(this.drainRetryMs);
-        this.drainRetryMs = Math.min(this.drainRetryMs * 2, MAX_RETRY_MS);
+        this.drainSoon(this.drainBackoff.next());
       }
     }, delayMs);
   }

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { decompressor, FullSnapshotCheck, silentLogger } from '@etcd-steward/core';
-import { startCluster, type TestCluster } from '@etcd-steward/core/testing';
 import { Spool, SpoolTooSmallError, spoolFullSnapshot } from '@etcd-steward/snapshot';
+import { startCluster, type TestCluster } from '@etcd-steward/testing';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 
 let cluster: TestCluster;

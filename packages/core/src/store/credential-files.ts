@@ -1,6 +1,6 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
-import { UsageError } from '../errors.js';
+import { UsageError } from '../common/errors.js';
 
 /**
  * Credentials laid out the way ebr reads them, so existing Kubernetes Secrets keep working: a directory of

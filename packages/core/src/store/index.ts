@@ -1,8 +1,13 @@
+/**
+ * Where snapshots live: one SnapStore interface, a provider a folder (local, S3, GCS, Azure), URLs and ebr's
+ * flags, retries as a wrapper, stored digests.
+ * May use: common/, format/.
+ */
 export type { AzureStore } from './azure/azure-store.js';
 export type { GcsStore } from './gcs/gcs-store.js';
 export { cleanupIncompleteUploads } from './incomplete-uploads.js';
 export { LocalStore } from './local.js';
-export * from './location.js';
+export { type OpenOptions, openStore } from './location.js';
 export { checkMetadata } from './metadata.js';
 export { type ProviderFlags, storeUrlFromProviderFlags } from './provider-flags.js';
 export { DEFAULT_RETRY_POLICY, isTransient, RetryingStore, type RetryPolicy } from './retry.js';
@@ -10,3 +15,5 @@ export { DEFAULT_RETRY_POLICY, isTransient, RetryingStore, type RetryPolicy } fr
 // importing core does not import three SDKs.
 export type { S3Store } from './s3/s3-store.js';
 export * from './snapstore.js';
+export * from './store-url.js';
+export * from './stored-digest.js';

@@ -4,9 +4,9 @@ import { type FileHandle, mkdir, open, readdir, readFile, rename, rm, rmdir, sta
 import { dirname, join, relative, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { UsageError } from '../errors.js';
-import { fsyncPath } from '../fsync-path.js';
-import type { StoreLocation } from './location.js';
+import { writeFileAtomically } from '../common/atomic-file.js';
+import { UsageError } from '../common/errors.js';
+import { fsyncPath } from '../common/fsync-path.js';
 import { checkMetadata } from './metadata.js';
 import { checkObjectName, RESERVED_FOLDERS } from './object-name.js';
 import {
@@ -16,6 +16,7 @@ import {
   type SnapStore,
   type StoredObject,
 } from './snapstore.js';
+import type { StoreLocation } from './store-url.js';
 
 /** Kept out of listings: in-flight writes and object metadata live in these folders of the store root. */
 const [META_DIR, TEMP_DIR] = RESERVED_FOLDERS;
@@ -86,7 +87,9 @@ export class LocalStore implements SnapStore {
     try {
       await fsyncPath(temp);
       if (options.metadata && Object.keys(options.metadata).length > 0) {
-        await writeAtomically(this.metaPath(name), JSON.stringify(options.metadata), join(this.root, TEMP_DIR));
+        await writeFileAtomically(this.metaPath(name), JSON.stringify(options.metadata), {
+          tempDir: join(this.root, TEMP_DIR),
+        });
       } else {
         await rm(this.metaPath(name), { force: true });
       }
@@ -204,19 +207,6 @@ export class LocalStore implements SnapStore {
   private legacyMetaPath(name: string): string {
     return `${join(this.root, META_DIR, ...name.split('/'))}.json`;
   }
-}
-
-async function writeAtomically(path: string, content: string, tempDir: string): Promise<void> {
-  const temp = join(tempDir, `${randomBytes(8).toString('hex')}.meta`);
-  await mkdir(dirname(path), { recursive: true });
-  const handle = await open(temp, 'w');
-  try {
-    await handle.writeFile(content);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  await rename(temp, path);
 }
 
 export async function openLocalStore(location: StoreLocation): Promise<SnapStore> {

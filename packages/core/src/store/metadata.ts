@@ -1,4 +1,4 @@
-import { UsageError } from '../errors.js';
+import { UsageError } from '../common/errors.js';
 
 /**
  * Metadata keys every provider can store and give back unchanged: S3 and GCS lower-case them, Azure wants C#

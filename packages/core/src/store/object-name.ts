@@ -1,4 +1,4 @@
-import { UsageError } from '../errors.js';
+import { UsageError } from '../common/errors.js';
 
 /**
  * Top-level folders the local store keeps its own files in (object metadata, writes in flight). Reserved in

@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { collectGarbage } from '../memory-bound.js';
+import { collectGarbage } from '../common/memory-bound.js';
 
 /**
  * Streams a body to a store in parts, the shape of lib-storage's Upload: cut into `partSize` pieces, at most

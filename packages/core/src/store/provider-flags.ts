@@ -1,4 +1,4 @@
-import { UsageError } from '../errors.js';
+import { UsageError } from '../common/errors.js';
 
 /**
  * ebr selects a store with `--storage-provider`, `--store-container` and `--store-prefix`; we select it with

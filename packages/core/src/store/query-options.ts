@@ -1,6 +1,6 @@
-import { UsageError } from '../errors.js';
-import { parseBoolean } from '../flag-values.js';
-import { redact, type StoreLocation } from './location.js';
+import { UsageError } from '../common/errors.js';
+import { parseBoolean } from '../common/flag-values.js';
+import { redact, type StoreLocation } from './store-url.js';
 
 // Store configs (s3, azure) read their yes/no settings with the same rules as flags.
 export { parseBoolean };

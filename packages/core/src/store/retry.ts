@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { OperationError } from '../errors.js';
+import { Backoff, type BackoffPolicy } from '../common/backoff.js';
+import { OperationError } from '../common/errors.js';
 import {
   type GetOptions,
   ObjectNotFoundError,
@@ -20,12 +20,9 @@ import {
  * the provider a sender (PutOptions.send) for the requests it can send again as they are (a part, a block,
  * the commit). A get that breaks off midway is resumed where it stopped.
  */
-export interface RetryPolicy {
+export interface RetryPolicy extends BackoffPolicy {
   /** Tries per request, the first one included. */
   attempts: number;
-  /** The first wait; each later one may be twice as long (exponential backoff, full jitter). */
-  baseDelayMs: number;
-  maxDelayMs: number;
 }
 
 export const DEFAULT_RETRY_POLICY: RetryPolicy = { attempts: 10, baseDelayMs: 200, maxDelayMs: 20_000 };
@@ -88,13 +85,8 @@ export function statusOf(err: unknown): number | undefined {
   return undefined;
 }
 
-/** Full jitter: a random wait up to an exponentially growing cap spreads clients that failed together. */
-export function backoffDelay(policy: RetryPolicy, retry: number): number {
-  const cap = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.min(retry, 30));
-  return Math.random() * cap;
-}
-
 export async function retry<T>(request: () => Promise<T>, policy: RetryPolicy, signal?: AbortSignal): Promise<T> {
+  const backoff = new Backoff(policy);
   for (let attempt = 1; ; attempt++) {
     signal?.throwIfAborted();
     try {
@@ -103,7 +95,7 @@ export async function retry<T>(request: () => Promise<T>, policy: RetryPolicy, s
       // An abort from the caller is final; any other abort is a request timeout inside an SDK.
       if (signal?.aborted || attempt >= policy.attempts || !isTransient(err)) throw err;
     }
-    await sleep(backoffDelay(policy, attempt - 1), undefined, { signal });
+    await backoff.wait(signal);
   }
 }
 
@@ -136,12 +128,14 @@ export class RetryingStore implements SnapStore {
     async function* resuming(): AsyncGenerator<Buffer> {
       let current: Readable | undefined = first;
       let failures = 0;
+      const backoff = new Backoff(policy);
       while (true) {
         try {
           current ??= await inner.get(name, { offset });
           for await (const chunk of current) {
             offset += chunk.length;
             failures = 0;
+            backoff.reset();
             yield chunk;
           }
           current = undefined;
@@ -153,7 +147,7 @@ export class RetryingStore implements SnapStore {
           current?.destroy();
           current = undefined;
           if (++failures >= policy.attempts || !isTransient(err)) throw err;
-          await sleep(backoffDelay(policy, failures - 1));
+          await backoff.wait();
         }
       }
     }

@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { OperationError } from '../errors.js';
+import { OperationError } from '../common/errors.js';
 
 /** One object in a store, as a listing or stat returns it. `name` is relative to the store prefix. */
 export interface StoredObject {

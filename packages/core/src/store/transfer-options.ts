@@ -1,4 +1,4 @@
-import { UsageError } from '../errors.js';
+import { UsageError } from '../common/errors.js';
 import type { QueryOptions } from './query-options.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry.js';
 

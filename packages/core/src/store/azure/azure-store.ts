@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { ContainerClient, type StoragePipelineOptions, StorageSharedKeyCredential } from '@azure/storage-blob';
 import { type CredentialSource, RotatingCredentials, readCredentials } from '../credential-files.js';
-import type { StoreLocation } from '../location.js';
 import { checkMetadata } from '../metadata.js';
 import { checkObjectName, listingPrefix, nameOfKey, objectKey } from '../object-name.js';
 import { sendInParts } from '../part-queue.js';
@@ -16,6 +15,7 @@ import {
   type StoredObject,
   sendOnce,
 } from '../snapstore.js';
+import type { StoreLocation } from '../store-url.js';
 import { AZURE_CREDENTIAL_ENV, AZURE_CREDENTIAL_FIELDS, type AzureConfig, azureConfig } from './config.js';
 import { azureFailure } from './errors.js';
 import { fromAzureMetadata, toAzureMetadata } from './metadata-names.js';

@@ -1,4 +1,4 @@
-import { errorMessage, OperationError, StewardError, UsageError } from '../../errors.js';
+import { errorMessage, OperationError, StewardError, UsageError } from '../../common/errors.js';
 import { statusOf } from '../retry.js';
 import { AZURE_CREDENTIAL_ENV, type AzureConfig } from './config.js';
 

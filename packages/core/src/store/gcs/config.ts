@@ -1,8 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { UsageError } from '../../errors.js';
-import type { StoreLocation } from '../location.js';
+import { UsageError } from '../../common/errors.js';
 import { QueryOptions } from '../query-options.js';
+import type { StoreLocation } from '../store-url.js';
 import { TRANSFER_OPTIONS, type TransferOptions, transferOptions } from '../transfer-options.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { Storage } from '@google-cloud/storage';
-import { errorMessage, UsageError } from '../../errors.js';
+import { errorMessage, UsageError } from '../../common/errors.js';
 import { GOOGLE_CREDENTIALS_ENV } from './config.js';
 
 /**

@@ -1,8 +1,7 @@
 import { Readable } from 'node:stream';
 import { type File, Storage } from '@google-cloud/storage';
-import { errorMessage, IntegrityError, OperationError, StewardError, UsageError } from '../../errors.js';
+import { errorMessage, IntegrityError, OperationError, StewardError, UsageError } from '../../common/errors.js';
 import { filesVersion } from '../credential-files.js';
-import type { StoreLocation } from '../location.js';
 import { checkMetadata } from '../metadata.js';
 import { checkObjectName, listingPrefix, nameOfKey, objectKey } from '../object-name.js';
 import { withTimeout } from '../request-timeout.js';
@@ -15,6 +14,7 @@ import {
   type StoredObject,
   sendOnce,
 } from '../snapstore.js';
+import type { StoreLocation } from '../store-url.js';
 import { type GcsConfig, GOOGLE_CREDENTIALS_ENV, gcsConfig } from './config.js';
 import { checkDefaultCredentials } from './default-credentials.js';
 import { startSession, uploadResumable } from './resumable-upload.js';

@@ -1,7 +1,7 @@
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { S3Client } from '@aws-sdk/client-s3';
-import { UsageError } from '../../errors.js';
+import { UsageError } from '../../common/errors.js';
 import { RotatingCredentials, readCredentials } from '../credential-files.js';
 import { AWS_CREDENTIAL_ENV, AWS_CREDENTIAL_FIELDS, type S3Config } from './config.js';
 

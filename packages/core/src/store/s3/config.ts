@@ -1,7 +1,7 @@
-import { UsageError } from '../../errors.js';
+import { UsageError } from '../../common/errors.js';
 import { type CredentialSource, readCredentials } from '../credential-files.js';
-import type { StoreLocation } from '../location.js';
 import { parseBoolean, QueryOptions } from '../query-options.js';
+import type { StoreLocation } from '../store-url.js';
 import { TRANSFER_OPTIONS, type TransferOptions, transferOptions } from '../transfer-options.js';
 
 /**

@@ -1,5 +1,5 @@
 import { S3ServiceException } from '@aws-sdk/client-s3';
-import { errorMessage, OperationError, StewardError, UsageError } from '../../errors.js';
+import { errorMessage, OperationError, StewardError, UsageError } from '../../common/errors.js';
 import { statusOf } from '../retry.js';
 import { AWS_CREDENTIAL_ENV, type S3Config } from './config.js';
 

@@ -10,8 +10,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
-import { collectGarbage } from '../../memory-bound.js';
-import type { StoreLocation } from '../location.js';
+import { collectGarbage } from '../../common/memory-bound.js';
 import { checkMetadata } from '../metadata.js';
 import { checkObjectName, listingPrefix, nameOfKey, objectKey } from '../object-name.js';
 import { type RetryPolicy, retry, statusOf } from '../retry.js';
@@ -24,6 +23,7 @@ import {
   type StoredObject,
   sendOnce,
 } from '../snapstore.js';
+import type { StoreLocation } from '../store-url.js';
 import { createS3Client } from './client.js';
 import { type S3Config, s3Config } from './config.js';
 import { s3Failure } from './errors.js';

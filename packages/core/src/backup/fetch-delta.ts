@@ -1,0 +1,119 @@
+import { createReadStream, createWriteStream } from 'node:fs';
+import { pipeline as pipelineCallback, Transform, type TransformCallback } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { IntegrityError } from '../common/errors.js';
+import { boundedMemory } from '../common/memory-bound.js';
+import { decompressor } from '../format/compression.js';
+import { DecompressedLimit, decompressedLimit, MAX_COMPRESSION_RATIO } from '../format/decompressed-limit.js';
+import { DELTA_TRAILER, DeltaDecoder, type DeltaEvent } from '../format/delta-format.js';
+import { Sha256Trailer } from '../format/sha256-trailer.js';
+import type { SnapStore } from '../store/snapstore.js';
+import { StoredDigest, verifyStoredDigest } from '../store/stored-digest.js';
+import type { CatalogEntry } from './snapshot-catalog.js';
+
+/** What a fetched delta turned out to be. */
+export interface DeltaFacts {
+  /** Bytes as stored (compressed). */
+  storedSize: number;
+  /** Bytes of the decompressed delta (JSON and trailer), as written to the file. */
+  size: number;
+}
+
+/**
+ * Downloads a delta into `file`, decompressed, and verifies it on the way: the stored bytes against our
+ * recorded sha256 (when the object has one) and the JSON against the delta's own sha256 trailer. So a
+ * damaged or truncated delta is found before any of its events is applied, without parsing it twice; what
+ * only parsing can tell (revisions in order, within the name's range) is checked as the events are read.
+ */
+export async function fetchDelta(
+  store: SnapStore,
+  entry: CatalogEntry,
+  file: string,
+  options: { signal?: AbortSignal } = {},
+): Promise<DeltaFacts> {
+  const label = `${store.location}/${entry.name}`;
+  const stored = new StoredDigest();
+  const check = new DeltaTrailerCheck(label);
+  await pipeline(
+    await store.get(entry.name),
+    stored,
+    decompressor(entry.compression),
+    new DecompressedLimit(
+      decompressedLimit(entry.size),
+      label,
+      `${MAX_COMPRESSION_RATIO} times its stored size, or 64 MiB`,
+    ),
+    boundedMemory(),
+    check,
+    createWriteStream(file),
+    { signal: options.signal },
+  ).catch((err) => {
+    throw isDecompressionError(err)
+      ? new IntegrityError(`${label} is damaged: it does not decompress (${(err as Error).message})`, { cause: err })
+      : err;
+  });
+  await verifyStoredDigest(store, entry, stored, label);
+  return { storedSize: stored.size, size: check.size };
+}
+
+/** Passes a decompressed delta through and fails at its end unless the last 32 bytes are the sha256 of the rest. */
+class DeltaTrailerCheck extends Transform {
+  private readonly trailer = new Sha256Trailer();
+
+  constructor(private readonly label: string) {
+    super();
+  }
+
+  get size(): number {
+    return this.trailer.size;
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    this.trailer.push(chunk);
+    done(null, chunk);
+  }
+
+  override _flush(done: TransformCallback): void {
+    if (this.size <= DELTA_TRAILER) return done(new IntegrityError(`${this.label} is truncated: it holds no events`));
+    if (!this.trailer.matches()) {
+      return done(
+        new IntegrityError(`${this.label} is truncated or damaged: its content does not match its sha256 trailer`),
+      );
+    }
+    done();
+  }
+}
+
+/**
+ * The events of a decompressed delta file, in order, checked against its name as they are read: revisions
+ * never go back nor skip one, and span exactly the name's range. Any breach is an IntegrityError.
+ */
+export async function* readDeltaEvents(file: string, entry: CatalogEntry, label: string): AsyncGenerator<DeltaEvent> {
+  const decoder = new DeltaDecoder(label);
+  // Errors reach the reader through the decoder; a reader that stops early closes the file too.
+  pipelineCallback(createReadStream(file, { highWaterMark: 256 * 1024 }), boundedMemory(), decoder, () => {});
+  let last = 0;
+  for await (const e of decoder as AsyncIterable<DeltaEvent>) {
+    if (last === 0 && e.modRevision < entry.startRevision) {
+      throw new IntegrityError(
+        `${label} starts at revision ${e.modRevision}, before ${entry.startRevision} as its name says`,
+      );
+    }
+    if (last !== 0 && e.modRevision !== last && e.modRevision !== last + 1) {
+      throw new IntegrityError(
+        `${label}: its revisions ${e.modRevision < last ? 'go back' : 'skip'} from ${last} to ${e.modRevision}`,
+      );
+    }
+    last = e.modRevision;
+    yield e;
+  }
+  if (last !== entry.lastRevision) {
+    throw new IntegrityError(`${label} ends at revision ${last}, but its name says ${entry.lastRevision}`);
+  }
+}
+
+/** zlib's (gzip, zlib, zstd) errors for content that is not what its suffix says, or ends too soon. */
+export function isDecompressionError(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException)?.code;
+  return typeof code === 'string' && (code.startsWith('Z_') || code.startsWith('ZSTD_'));
+}

@@ -1,0 +1,130 @@
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { OperationError } from '../common/errors.js';
+import { type Logger, silentLogger } from '../common/logger.js';
+import { boundedMemory } from '../common/memory-bound.js';
+import { byteProgress } from '../common/progress.js';
+import type { EtcdConnection } from '../etcd/etcd-client.js';
+import { reachMember } from '../etcd/etcd-status.js';
+import { openSnapshotStream } from '../etcd/snapshot-stream.js';
+import { type CompressionPolicy, compressionSuffix, compressor } from '../format/compression.js';
+import { FullSnapshotCheck } from '../format/full-snapshot-check.js';
+import { parseSnapshotName, type SnapshotRef, snapshotName } from '../format/snapshot-name.js';
+import type { SnapStore } from '../store/snapstore.js';
+import { METADATA_SHA256, StoredDigest } from '../store/stored-digest.js';
+
+export interface FullSnapshotOptions {
+  /** Status and the snapshot itself streams over its own HTTP/2 connection (snapshot-stream.ts). */
+  connection: EtcdConnection;
+  /** Where the snapshot goes: a store, or anything that takes it the way a store does (the sidecar's spool). */
+  store: Pick<SnapStore, 'location' | 'put' | 'putFile' | 'stat'>;
+  compression: CompressionPolicy;
+  /** Where the compressed snapshot waits while its name (which holds its revision) is not yet known. */
+  tempDir: string;
+  final?: boolean;
+  logger?: Logger;
+  signal?: AbortSignal;
+  now?: () => Date;
+}
+
+export interface SavedFullSnapshot {
+  ref: SnapshotRef;
+  revision: number;
+  /** Size of the db as etcd sent it (with its sha256 trailer). */
+  dbSize: number;
+  /** Size of the stored object. */
+  storedSize: number;
+  etcdVersion: string;
+  durationMs: number;
+}
+
+/** Object metadata we add; ebr ignores it. Lower-case keys so every provider keeps them. */
+export const METADATA_ETCD_VERSION = 'etcd-version';
+/** The db's size as etcd sent it (with its trailer): a restore decompresses no more than this. */
+export const METADATA_DB_SIZE = 'db-size';
+
+/**
+ * etcd → verify (sha256 trailer) → compress → temp file → store. The db streams through in bounded
+ * memory; its revision is read from the content itself on the way, because the object name must carry
+ * it and a 3.4 stream does not say it. Nothing reaches the store unless the trailer matched.
+ */
+export async function takeFullSnapshot(options: FullSnapshotOptions): Promise<SavedFullSnapshot> {
+  const logger = options.logger ?? silentLogger;
+  const started = Date.now();
+  const createdAt = Math.floor((options.now?.() ?? new Date()).getTime() / 1000);
+  const { endpoint, status, token } = await reachMember(options.connection);
+  const workDir = await mkdtemp(join(options.tempDir, 'etcd-snapshot-'));
+  try {
+    const temp = join(workDir, 'snapshot');
+    const check = new FullSnapshotCheck('the snapshot etcd sent');
+    const stored = new StoredDigest();
+    await pipeline(
+      openSnapshotStream(options.connection, { endpoint, token, signal: options.signal }),
+      boundedMemory(),
+      byteProgress(logger, 'snapshot', status.dbSize),
+      check,
+      compressor(options.compression, { parallel: true }),
+      stored,
+      createWriteStream(temp),
+      { signal: options.signal },
+    );
+    const facts = check.facts();
+    const name = await unusedName(options.store, {
+      kind: 'Full',
+      startRevision: 0,
+      lastRevision: facts.revision,
+      createdAt,
+      compression: compressionSuffix(options.compression),
+      final: options.final ?? false,
+    });
+    const put = {
+      signal: options.signal,
+      metadata: {
+        [METADATA_SHA256]: stored.sha256(),
+        [METADATA_ETCD_VERSION]: status.version,
+        [METADATA_DB_SIZE]: String(facts.size),
+      },
+    };
+    await (options.store.putFile
+      ? options.store.putFile(name, temp, put)
+      : options.store.put(name, createReadStream(temp), put));
+    const ref = parseSnapshotName(name)!;
+    const result = {
+      ref,
+      revision: facts.revision,
+      dbSize: facts.size,
+      storedSize: stored.size,
+      etcdVersion: status.version,
+      durationMs: Date.now() - started,
+    };
+    logger.info('full snapshot saved', {
+      name,
+      revision: facts.revision,
+      dbBytes: facts.size,
+      storedBytes: stored.size,
+    });
+    return result;
+  } finally {
+    await rm(workDir, { recursive: true, force: true });
+  }
+}
+
+/** How many later seconds a name may move to when earlier ones are taken. */
+const NAME_ATTEMPTS = 60;
+
+/**
+ * A save never replaces a snapshot: two saves of the same revision in one second would get one name. The
+ * seconds in a name are when the snapshot was taken, and ebr reads a later one as well, so a taken name moves
+ * to the next second that is free.
+ */
+async function unusedName(store: FullSnapshotOptions['store'], ref: Omit<SnapshotRef, 'name'>): Promise<string> {
+  for (let i = 0; i < NAME_ATTEMPTS; i++) {
+    const name = snapshotName({ ...ref, createdAt: ref.createdAt + i });
+    if (!(await store.stat(name))) return name;
+  }
+  throw new OperationError(
+    `${store.location}: ${snapshotName(ref)} and the names of the next ${NAME_ATTEMPTS - 1} seconds are taken; nothing was stored. Try again in a minute`,
+  );
+}

@@ -1,0 +1,132 @@
+import { tmpdir } from 'node:os';
+import type { Argv } from 'yargs';
+import yargs from 'yargs';
+import { hideBin } from 'yargs/helpers';
+import { errorMessage, StewardError, UsageError } from '../common/errors.js';
+import { createLogger, type Logger } from '../common/logger.js';
+import { storeUrlFromProviderFlags } from '../store/provider-flags.js';
+import { resolveFlags } from './flag-sources.js';
+
+/**
+ * What every program shares on its command line. Precedence: flags > environment (`ETCD_STEWARD_<FLAG>`,
+ * e.g. ETCD_STEWARD_STORE) > a YAML file given with `--config` > defaults.
+ */
+export function programArgs(name: string, argv = hideBin(process.argv)): Argv {
+  return (
+    yargs(argv)
+      .scriptName(name)
+      .option('config', {
+        type: 'string',
+        describe: 'YAML (or JSON) file of settings: a flat map of flag names to values',
+      })
+      .option('output', {
+        choices: ['text', 'json'] as const,
+        default: 'text' as const,
+        describe: 'Result format on stdout; logs go to stderr (JSON lines when not a terminal)',
+      })
+      // yargs passes itself to middleware, though its types do not say so.
+      .middleware(
+        (async (args: Record<string, unknown>, y: Argv) => {
+          try {
+            await resolveFlags(args, y, argv);
+          } catch (err) {
+            reportUsage(err); // yargs does not route middleware errors to .fail()
+          }
+        }) as unknown as (args: Record<string, unknown>) => void,
+        true,
+      )
+      .strict()
+      .wrap(Math.min(120, process.stdout.columns || 100))
+      .fail((msg, err) => reportUsage(err ?? new UsageError(`${msg} (see --help)`)))
+      .help()
+      .version(false)
+  );
+}
+
+/** `--store` and ebr's provider flags; `required: false` for a program that can do without a store. */
+export function storeOption<T, Required extends boolean = true>(y: Argv<T>, options: { required?: Required } = {}) {
+  return (
+    y
+      .option('store', {
+        type: 'string',
+        demandOption: (options.required ?? true) as Required,
+        describe:
+          'Where snapshots live: file:///path, s3://bucket/prefix, gs://bucket/prefix, azblob://container/prefix',
+      })
+      .option('storage-provider', {
+        type: 'string',
+        describe: "ebr's way to name the store, instead of --store: S3, GCS, ABS or Local, with --store-container",
+      })
+      .option('store-container', {
+        type: 'string',
+        describe: 'With --storage-provider: bucket, container or directory',
+      })
+      .option('store-prefix', { type: 'string', describe: 'With --storage-provider: prefix inside the container' })
+      // ebr's flags become a --store URL before validation, so existing manifests keep working.
+      .middleware((argv) => {
+        const provider = argv['storage-provider'] as string | undefined;
+        if (provider === undefined) return;
+        try {
+          if (argv.store !== undefined) throw new UsageError('give --store or --storage-provider, not both');
+          (argv as Record<string, unknown>).store = storeUrlFromProviderFlags({
+            provider,
+            container: (argv['store-container'] as string | undefined) ?? '',
+            prefix: argv['store-prefix'] as string | undefined,
+          });
+        } catch (err) {
+          reportUsage(err); // yargs does not route middleware errors to .fail()
+        }
+      }, true)
+  );
+}
+
+export const tempDirOption = {
+  type: 'string',
+  default: tmpdir(),
+  describe: 'Scratch space (same file system as the target where possible)',
+} as const;
+
+export interface CommandContext {
+  logger: Logger;
+  /** Aborted on SIGTERM or SIGINT: work stops, temp files go, nothing half-written stays. */
+  signal: AbortSignal;
+  output: 'text' | 'json';
+}
+
+/**
+ * Runs one command and turns its outcome into the exit code: 0 done, 1 failed, 2 bad usage — with a
+ * one-line error that says what to do, never a bare stack trace.
+ */
+export async function runProgram(
+  outputFlag: unknown,
+  // biome-ignore lint/suspicious/noConfusingVoidType: commands without a verdict (all but validate) return nothing
+  command: (ctx: CommandContext) => Promise<number | void>,
+): Promise<never> {
+  const output = outputFlag === 'json' ? 'json' : 'text';
+  const logger = createLogger({ json: output === 'json' ? true : undefined });
+  const controller = new AbortController();
+  const onSignal = (signal: NodeJS.Signals) => {
+    logger.warn(`received ${signal}: stopping`, {});
+    controller.abort(new StewardError(`stopped by ${signal}`, 1));
+  };
+  process.once('SIGTERM', onSignal);
+  process.once('SIGINT', onSignal);
+  let code: number;
+  try {
+    code = (await command({ logger, signal: controller.signal, output })) ?? 0;
+  } catch (err) {
+    code = err instanceof StewardError ? err.exitCode : 1;
+    const reason = controller.signal.aborted ? controller.signal.reason : err;
+    logger.error(errorMessage(reason));
+    if (!(err instanceof StewardError) && process.env.ETCD_STEWARD_DEBUG) console.error(err);
+  }
+  process.exit(code);
+}
+
+/** For `.parseAsync()` failures (unknown flag, missing option): usage errors before any work, logged as any error. */
+export function reportUsage(err: unknown): never {
+  const code = err instanceof StewardError ? err.exitCode : 2;
+  // One line, always: yargs spreads some messages (invalid choices) over several.
+  createLogger().error(errorMessage(err).replace(/\s*\n\s*/g, ' '));
+  process.exit(code);
+}

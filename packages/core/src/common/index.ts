@@ -1,0 +1,18 @@
+/**
+ * What every part of core uses: errors with their exit codes, the logger, progress, bounded buffering and
+ * prefetch, value parsers, small file-system helpers, the backoff between retries.
+ * May use: nothing else in core.
+ */
+
+export * from './atomic-file.js';
+export * from './backoff.js';
+export * from './errors.js';
+export * from './flag-values.js';
+export * from './format-bytes.js';
+export * from './free-port.js';
+export * from './fsync-path.js';
+export * from './logger.js';
+export * from './memory-bound.js';
+export * from './ordered-prefetch.js';
+export * from './progress.js';
+export * from './protobuf-wire.js';

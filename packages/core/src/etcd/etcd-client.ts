@@ -1,0 +1,81 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import type { Etcd3, IOptions } from 'etcd3';
+import { UsageError } from '../common/errors.js';
+
+/** The client's type, for code that takes one without loading etcd3 itself. */
+export type { Etcd3 };
+
+/** How to reach etcd: the same flags in every program (`--endpoints --cacert --cert --key`). */
+export interface EtcdConnection {
+  endpoints: string[];
+  cacert?: string;
+  cert?: string;
+  key?: string;
+  username?: string;
+  password?: string;
+}
+
+/** `--endpoints` as etcdctl takes it: URLs, or bare host:port meaning http://host:port. */
+export function parseEndpoints(raw: string | string[]): string[] {
+  const list = (Array.isArray(raw) ? raw : [raw])
+    .flatMap((s) => s.split(','))
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((s) => (/^[a-z][a-z0-9+.-]*:\/\//i.test(s) ? s : `http://${s}`));
+  if (list.length === 0)
+    throw new UsageError('--endpoints is empty: give etcd client URLs, e.g. http://127.0.0.1:2379');
+  for (const endpoint of list) {
+    let url: URL;
+    try {
+      url = new URL(endpoint);
+    } catch {
+      throw new UsageError(
+        `--endpoints: "${endpoint}" is not a URL; write it as host:port, http://host:port or https://host:port`,
+      );
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      throw new UsageError(`--endpoints: "${endpoint}" must use http:// or https://`);
+    }
+  }
+  return list;
+}
+
+/**
+ * An etcd client with the limits raised that etcd3's defaults get wrong: a watch catching up sends up to
+ * 1000 revisions per message, past gRPC's 4 MB receive limit, and stalls silently without this.
+ */
+export function createEtcdClient(conn: EtcdConnection): Etcd3 {
+  const options: IOptions = {
+    hosts: conn.endpoints,
+    grpcOptions: {
+      'grpc.max_receive_message_length': -1,
+      'grpc.max_send_message_length': -1,
+    },
+  };
+  const tls = conn.endpoints.some((e) => e.startsWith('https:')) || conn.cacert || conn.cert;
+  if (tls) {
+    options.credentials = {
+      // Without --cacert, gRPC trusts the system's roots.
+      rootCertificate: (conn.cacert ? readPem(conn.cacert, '--cacert') : null) as Buffer,
+      privateKey: conn.key ? readPem(conn.key, '--key') : undefined,
+      certChain: conn.cert ? readPem(conn.cert, '--cert') : undefined,
+    };
+    if ((conn.cert === undefined) !== (conn.key === undefined)) {
+      throw new UsageError('--cert and --key go together: give both for client-certificate auth, or neither');
+    }
+  }
+  if (conn.username) options.auth = { username: conn.username, password: conn.password ?? '' };
+  // Loaded on first use: etcd3 with grpc-js and its protobuf schemas costs ~45 MB, which programs that only
+  // stream a snapshot (etcd-grpc.ts) never pay.
+  const { Etcd3: Client } = createRequire(import.meta.url)('etcd3') as typeof import('etcd3');
+  return new Client(options);
+}
+
+function readPem(path: string, flag: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    throw new UsageError(`${flag} ${path}: cannot read the file (${(err as NodeJS.ErrnoException).code ?? err})`);
+  }
+}

@@ -1,0 +1,300 @@
+import { createHash, type Hash } from 'node:crypto';
+import { Readable, Transform, type TransformCallback } from 'node:stream';
+import { IntegrityError } from '../common/errors.js';
+import { SHA256_TRAILER } from './sha256-trailer.js';
+
+/*
+ * A delta snapshot as ebr writes it (and reads it): a JSON array of
+ * `{"etcdEvent": <mvccpb.Event as Go's encoding/json writes it>, "time": RFC3339Nano}`, then the raw 32-byte
+ * sha256 of the JSON bytes; the whole is then compressed. Go writes zero fields as absent, `type` 1 for a
+ * DELETE, bytes as base64 and int64 as bare numbers — lease IDs exceed 2^53, so they stay decimal strings here.
+ */
+
+export interface DeltaEvent {
+  type: 'put' | 'delete';
+  key: Buffer;
+  /** Empty for a delete. */
+  value: Buffer;
+  createRevision: number;
+  modRevision: number;
+  version: number;
+  /** Lease ID as a decimal string; '0' for none. */
+  lease: string;
+  /** When the sidecar saw the event (RFC 3339). */
+  time: string;
+}
+
+export const DELTA_TRAILER = SHA256_TRAILER;
+
+const ARRAY_END = Buffer.from(']');
+
+/**
+ * One array element, with fields in the order and omissions of Go's encoder, handed to `write` in pieces: the
+ * base64 of the value on its own, so that an encoder writing into a buffer never joins the whole element first.
+ */
+export function writeDeltaEvent(e: DeltaEvent, write: (json: string) => void): void {
+  write(e.type === 'delete' ? '{"etcdEvent":{"type":1,"kv":{"key":"' : '{"etcdEvent":{"kv":{"key":"');
+  write(e.key.toString('base64'));
+  let next = '"';
+  if (e.createRevision) next += `,"create_revision":${e.createRevision}`;
+  if (e.modRevision) next += `,"mod_revision":${e.modRevision}`;
+  if (e.version) next += `,"version":${e.version}`;
+  if (e.value.length > 0) {
+    write(`${next},"value":"`);
+    write(e.value.toString('base64'));
+    next = '"';
+  }
+  if (e.lease !== '0' && e.lease !== '') next += `,"lease":${e.lease}`;
+  write(`${next}}},"time":${JSON.stringify(e.time)}}`);
+}
+
+/** One array element as a string. */
+export function encodeDeltaEvent(e: DeltaEvent): string {
+  let json = '';
+  writeDeltaEvent(e, (piece) => {
+    json += piece;
+  });
+  return json;
+}
+
+const INT64 = /^-?\d{1,19}$/;
+
+/** Parses and validates one element; anything unexpected is an IntegrityError naming the field. */
+export function decodeDeltaEvent(json: string): DeltaEvent {
+  let raw: unknown;
+  try {
+    // The reviver keeps the lease's source digits: JSON numbers past 2^53 lose precision. It is slow, and only
+    // events with a lease need it (no base64 or time string can hold the quoted name).
+    raw = json.includes('"lease"')
+      ? JSON.parse(json, function (this: unknown, key: string, value: unknown, context?: { source?: string }) {
+          return key === 'lease' && context?.source ? context.source : value;
+        } as never)
+      : JSON.parse(json);
+  } catch (err) {
+    throw new IntegrityError(`delta event is not JSON: ${(err as Error).message}`);
+  }
+  const event = (raw as { etcdEvent?: { type?: unknown; kv?: Record<string, unknown> } })?.etcdEvent;
+  const kv = event?.kv;
+  if (!kv || typeof kv !== 'object' || typeof kv.key !== 'string')
+    throw new IntegrityError('delta event has no kv.key');
+  const type = event.type === undefined || event.type === 0 ? 'put' : event.type === 1 ? 'delete' : undefined;
+  if (!type) throw new IntegrityError(`delta event has an unknown type ${JSON.stringify(event.type)}`);
+  const num = (name: string): number => {
+    const v = kv[name] ?? 0;
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0)
+      throw new IntegrityError(`delta event kv.${name} is not a revision`);
+    return v;
+  };
+  const lease = String(kv.lease ?? '0');
+  if (!INT64.test(lease)) throw new IntegrityError('delta event kv.lease is not an int64');
+  const time = (raw as { time?: unknown }).time;
+  const decoded: DeltaEvent = {
+    type,
+    key: Buffer.from(kv.key, 'base64'),
+    value: typeof kv.value === 'string' ? Buffer.from(kv.value, 'base64') : Buffer.alloc(0),
+    createRevision: num('create_revision'),
+    modRevision: num('mod_revision'),
+    version: num('version'),
+    lease,
+    time: typeof time === 'string' ? time : '',
+  };
+  if (decoded.modRevision === 0) throw new IntegrityError('delta event has no kv.mod_revision');
+  return decoded;
+}
+
+/**
+ * The bytes of a delta (before compression), written one event at a time (object mode): the JSON array, then,
+ * when the writer ends, its sha256 trailer. The JSON comes out in chunks of about `chunkSize` bytes rather than
+ * a Buffer an event, because every stage after it (the compressor, the file) costs per chunk;
+ * and nothing of an event is kept once it is written, so a delta being written holds no more than one chunk.
+ */
+export class DeltaEncoder extends Transform {
+  /** Bytes of JSON so far (what `--delta-snapshot-memory-limit` counts). */
+  bytes = 0;
+  private readonly hash = createHash('sha256');
+  private chunk?: Buffer;
+  private used = 0;
+  private events = 0;
+
+  constructor(private readonly chunkSize = 64 << 10) {
+    super({ writableObjectMode: true });
+    this.append('[');
+  }
+
+  override _transform(event: DeltaEvent, _enc: BufferEncoding, done: TransformCallback): void {
+    if (this.events++ > 0) this.append(',');
+    writeDeltaEvent(event, this.append);
+    done();
+  }
+
+  override _flush(done: TransformCallback): void {
+    const tail = Buffer.concat([this.chunk?.subarray(0, this.used) ?? Buffer.alloc(0), ARRAY_END]);
+    this.bytes += ARRAY_END.length;
+    this.hash.update(tail);
+    this.push(Buffer.concat([tail, this.hash.digest()]));
+    this.chunk = undefined;
+    this.used = 0;
+    done();
+  }
+
+  private readonly append = (json: string): void => {
+    const length = Buffer.byteLength(json);
+    this.bytes += length;
+    if (this.chunk && this.used + length > this.chunk.length) this.passChunk();
+    if (length > this.chunkSize) {
+      const whole = Buffer.from(json);
+      this.hash.update(whole);
+      this.push(whole);
+      return;
+    }
+    this.chunk ??= Buffer.allocUnsafe(this.chunkSize);
+    this.used += this.chunk.write(json, this.used);
+  };
+
+  /** Passes the filled part of the chunk on; the next event starts a new chunk, since this one is now downstream's. */
+  private passChunk(): void {
+    if (!this.chunk || this.used === 0) return;
+    const out = this.chunk.subarray(0, this.used);
+    this.hash.update(out);
+    this.push(out);
+    this.chunk = undefined;
+    this.used = 0;
+  }
+}
+
+/** The bytes of a delta (before compression) from its events: DeltaEncoder over an iterable. */
+export function encodeDelta(events: Iterable<DeltaEvent> | AsyncIterable<DeltaEvent>): Readable {
+  const source = Readable.from(events);
+  const encoder = new DeltaEncoder();
+  source.once('error', (err) => encoder.destroy(err));
+  encoder.once('close', () => source.destroy());
+  return source.pipe(encoder);
+}
+
+/**
+ * Splits a delta's bytes (decompressed) into events, in object mode, and fails at the end unless the
+ * trailer is the sha256 of the JSON. Events stream out before the check, so a caller that must not act on
+ * a damaged delta verifies it first (verifyDelta) and reads it again.
+ */
+export class DeltaDecoder extends Transform {
+  private readonly hash: Hash = createHash('sha256');
+  private state: 'start' | 'array' | 'trailer' = 'start';
+  private depth = 0;
+  private inString = false;
+  private escaped = false;
+  private element: Buffer[] = [];
+  private trailer: Buffer[] = [];
+  private trailerBytes = 0;
+
+  constructor(private readonly label: string) {
+    super({ readableObjectMode: true });
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    try {
+      this.scan(chunk);
+      done();
+    } catch (err) {
+      done(err instanceof IntegrityError ? new IntegrityError(`${this.label}: ${err.message}`) : (err as Error));
+    }
+  }
+
+  override _flush(done: TransformCallback): void {
+    const trailer = Buffer.concat(this.trailer);
+    if (this.state !== 'trailer' || trailer.length !== DELTA_TRAILER) {
+      return done(new IntegrityError(`${this.label} is truncated: the JSON array or its 32-byte sha256 is incomplete`));
+    }
+    if (!this.hash.digest().equals(trailer)) {
+      return done(new IntegrityError(`${this.label} is damaged: its content does not match its sha256 trailer`));
+    }
+    done();
+  }
+
+  private scan(chunk: Buffer): void {
+    let i = 0;
+    if (this.state === 'trailer') return this.addTrailer(chunk);
+    let elementStart = this.depth > 0 ? 0 : -1;
+    for (; i < chunk.length; i++) {
+      const c = chunk[i];
+      if (this.state === 'start') {
+        if (c === 0x5b) this.state = 'array';
+        else if (!isSpace(c)) throw new IntegrityError('a delta must start with a JSON array');
+        continue;
+      }
+      if (this.inString) {
+        if (this.escaped) {
+          this.escaped = false;
+          continue;
+        }
+        // Base64 values are most of a delta: jump to the closing quote (or an escape) at native speed.
+        const quote = chunk.indexOf(0x22, i);
+        const end = quote === -1 ? chunk.length : quote;
+        const backslash = chunk.subarray(i, end).indexOf(0x5c);
+        if (backslash !== -1) {
+          i += backslash;
+          this.escaped = true;
+        } else if (quote === -1) {
+          i = chunk.length - 1;
+        } else {
+          i = quote;
+          this.inString = false;
+        }
+        continue;
+      }
+      if (c === 0x22) {
+        if (this.depth === 0) throw new IntegrityError('a delta array holds a bare string');
+        this.inString = true;
+      } else if (c === 0x7b) {
+        if (this.depth === 0) elementStart = i;
+        this.depth++;
+      } else if (c === 0x7d) {
+        this.depth--;
+        if (this.depth === 0) {
+          this.element.push(chunk.subarray(elementStart, i + 1));
+          this.push(decodeDeltaEvent(Buffer.concat(this.element).toString('utf8')));
+          this.element = [];
+          elementStart = -1;
+        } else if (this.depth < 0) throw new IntegrityError('a delta has unbalanced braces');
+      } else if (this.depth === 0) {
+        if (c === 0x5d) {
+          this.hash.update(chunk.subarray(0, i + 1));
+          this.state = 'trailer';
+          return this.addTrailer(chunk.subarray(i + 1));
+        }
+        if (c !== 0x2c && !isSpace(c)) throw new IntegrityError('a delta array holds something other than objects');
+      }
+    }
+    if (this.depth > 0 && elementStart >= 0) this.element.push(Buffer.from(chunk.subarray(elementStart)));
+    this.hash.update(chunk);
+  }
+
+  private addTrailer(bytes: Buffer): void {
+    if (bytes.length === 0) return;
+    this.trailerBytes += bytes.length;
+    if (this.trailerBytes > DELTA_TRAILER) throw new IntegrityError('unexpected bytes after the sha256 trailer');
+    this.trailer.push(Buffer.from(bytes));
+  }
+}
+
+function isSpace(c: number): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+}
+
+/** Reads a whole delta through the decoder; resolves with its revision range once the trailer matched. */
+export async function verifyDelta(
+  bytes: Readable,
+  label: string,
+): Promise<{ events: number; firstRevision: number; lastRevision: number }> {
+  const decoder = bytes.pipe(new DeltaDecoder(label));
+  bytes.once('error', (err) => decoder.destroy(err));
+  let events = 0;
+  let firstRevision = 0;
+  let lastRevision = 0;
+  for await (const e of decoder as AsyncIterable<DeltaEvent>) {
+    if (e.modRevision < lastRevision) throw new IntegrityError(`${label}: revisions go backwards at ${e.modRevision}`);
+    if (events === 0) firstRevision = e.modRevision;
+    lastRevision = e.modRevision;
+    events++;
+  }
+  return { events, firstRevision, lastRevision };
+}

@@ -1,0 +1,68 @@
+import { Transform, type TransformCallback } from 'node:stream';
+import { SnapshotRevisionScanner } from '../bbolt/snapshot-revision.js';
+import { IntegrityError } from '../common/errors.js';
+import { SHA256_TRAILER, Sha256Trailer } from './sha256-trailer.js';
+
+/** etcd appends the sha256 of the bbolt db to every snapshot it streams. */
+export const SNAPSHOT_TRAILER = SHA256_TRAILER;
+
+/** What a verified full snapshot turned out to hold. */
+export interface FullSnapshotFacts {
+  /** Bytes including the sha256 trailer. */
+  size: number;
+  /** The store revision the db holds. */
+  revision: number;
+  /** Hex sha256 of the db (the trailer's value). */
+  dbSha256: string;
+}
+
+/**
+ * Passes an etcd snapshot stream (bbolt db + sha256 trailer) through unchanged and fails the stream at its
+ * end unless the trailer matches the content, so a pipeline through it never completes on a damaged or
+ * truncated snapshot. It also reads the snapshot's revision on the way (see snapshot-revision.ts).
+ */
+export class FullSnapshotCheck extends Transform {
+  private readonly trailer = new Sha256Trailer();
+  private readonly scanner = new SnapshotRevisionScanner();
+  private result?: FullSnapshotFacts;
+
+  constructor(private readonly label: string) {
+    super();
+  }
+
+  /** Available once the stream has ended without error. */
+  facts(): FullSnapshotFacts {
+    if (!this.result) throw new Error('FullSnapshotCheck.facts() read before the stream finished');
+    return this.result;
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    try {
+      this.trailer.push(chunk, (db) => this.scanner.write(db));
+      done(null, chunk);
+    } catch (err) {
+      done(err as Error);
+    }
+  }
+
+  override _flush(done: TransformCallback): void {
+    const size = this.trailer.size;
+    if (size % 512 !== SNAPSHOT_TRAILER) {
+      return done(
+        new IntegrityError(
+          `${this.label} is truncated or not an etcd snapshot: ${size} bytes is not a bbolt db plus its 32-byte sha256`,
+        ),
+      );
+    }
+    if (!this.trailer.matches()) {
+      return done(new IntegrityError(`${this.label} is damaged: its content does not match its sha256 trailer`));
+    }
+    try {
+      const dbSha256 = this.trailer.bodySha256().toString('hex');
+      this.result = { size, revision: this.scanner.revision(), dbSha256 };
+    } catch (err) {
+      return done(new IntegrityError(`${this.label}: ${(err as Error).message}`));
+    }
+    done();
+  }
+}

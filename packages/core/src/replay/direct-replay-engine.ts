@@ -1,0 +1,198 @@
+import { createHash } from 'node:crypto';
+import { closeSync, fsyncSync, ftruncateSync, openSync, readSync, writeSync } from 'node:fs';
+import { rename } from 'node:fs/promises';
+import {
+  type BboltMeta,
+  BboltReader,
+  BUCKET_LEAF_FLAG,
+  type BucketValue,
+  metaPage,
+  NO_FREELIST,
+} from '../bbolt/bbolt-file.js';
+import { LeafBuilder, PageAppender, writeBranches } from '../bbolt/bbolt-page-writer.js';
+import { storeRevision } from '../bbolt/db-file-revision.js';
+import { IntegrityError, OperationError } from '../common/errors.js';
+import type { Revision } from '../format/delta-revisions.js';
+import { type FullSnapshotFacts, SNAPSHOT_TRAILER } from '../format/full-snapshot-check.js';
+import { eventRecord, leaseRecord, revisionKey } from './etcd-backend-records.js';
+import type { ReplayEngine } from './replay-engine.js';
+import { DEFAULT_REPLAYED_LEASE_TTL } from './replay-events.js';
+
+/**
+ * Writes the revisions straight into a bbolt db — the full snapshot's file, or the db of a member data dir
+ * etcd's tool laid out from it — as etcd's mvcc would have stored them, with no etcd running and no round trip
+ * per revision (docs/etcd-formats.md §7). etcd keeps no revision counter:
+ * at start-up it takes the revision from the last row of the `key` bucket, whose keys are revisions, so new
+ * revisions only ever go after every existing row.
+ *
+ * The file is extended copy-on-write, as bbolt itself commits: the existing leaf pages stay where they are;
+ * new rows fill new leaf pages appended at the end, and new branch pages, `key` and `lease` bucket roots, a
+ * root bucket page and two meta pages make the new tree. Pages the old tree used and the new one does not
+ * are free, which bbolt works out by itself on open (etcd stores no freelist). Every other bucket — meta,
+ * membership, auth, alarms — is kept as it was.
+ *
+ * A put's watch event carries the exact KeyValue etcd stored, and a tombstone is the key alone, so the rows
+ * are byte-identical to etcd's own. Leases the events name but the snapshot lacks are added as a lease
+ * grant would add them (their original TTL is unknown: `leaseTtl`). The new tree's revision is read back
+ * before the result is handed on, the restore then starts etcd on it, and the tests hold its rows to the
+ * gRPC engine's, byte for byte.
+ */
+export class DirectReplayEngine implements ReplayEngine {
+  readonly name = 'direct';
+  private fd?: number;
+  private file = '';
+  private reader?: BboltReader;
+  private meta?: BboltMeta;
+  private buckets = new Map<string, BucketValue>();
+  private pages?: PageAppender;
+  private keyRows?: LeafBuilder;
+  private leases = new Set<bigint>();
+  private newLeases = new Set<bigint>();
+  private revision = 0;
+
+  constructor(private readonly options: { leaseTtl?: number } = {}) {}
+
+  /** Takes over the db file: it is extended in place, then renamed by `finish` or left in place by `finishInPlace`. */
+  async open(base: { file: string; revision: number }): Promise<void> {
+    this.file = base.file;
+    this.fd = openSync(base.file, 'r+');
+    this.reader = new BboltReader(this.fd);
+    this.meta = this.reader.meta;
+    // Drop etcd's sha256 trailer: new pages start right after the last page.
+    ftruncateSync(this.fd, this.meta.pgid * this.meta.pageSize);
+    this.buckets = this.reader.buckets();
+    const key = this.buckets.get('key');
+    if (!key) throw new IntegrityError('the full snapshot has no "key" bucket: it is not an etcd database');
+    this.pages = new PageAppender(this.fd, this.meta.pageSize, this.meta.pgid);
+    this.keyRows = new LeafBuilder(this.pages, key.inline ? undefined : this.reader.leafRefs(key.root));
+    // An inline (tiny) key bucket has no pages to keep: its rows start the new leaves.
+    if (key.inline) {
+      for (const row of this.reader.elements(key)) this.keyRows.add(Buffer.from(row.key), Buffer.from(row.value));
+    }
+    const lease = this.buckets.get('lease');
+    if (lease) for (const row of this.reader.elements(lease)) this.leases.add(row.key.readBigInt64BE(0));
+    this.revision = base.revision;
+  }
+
+  async apply(rev: Revision): Promise<void> {
+    if (!this.keyRows) throw new Error('DirectReplayEngine.apply before open');
+    if (rev.revision <= this.revision) {
+      throw new OperationError(
+        `revision ${rev.revision} does not follow revision ${this.revision}: rows must only grow`,
+      );
+    }
+    rev.events.forEach((e, sub) => {
+      this.keyRows!.add(revisionKey(rev.revision, sub, e.type === 'delete'), eventRecord(e));
+      if (e.type === 'put' && e.lease !== '0' && e.lease !== '') {
+        const id = BigInt(e.lease);
+        if (!this.leases.has(id)) this.newLeases.add(id);
+      }
+    });
+    this.revision = rev.revision;
+  }
+
+  async checkpoint(expectedRevision: number): Promise<void> {
+    if (this.revision !== expectedRevision) {
+      throw new OperationError(`the rewritten db is at revision ${this.revision}, expected ${expectedRevision}`);
+    }
+  }
+
+  async finish(file: string): Promise<FullSnapshotFacts> {
+    const facts = this.seal(this.commit());
+    closeSync(this.fd!);
+    this.fd = undefined;
+    await rename(this.file, file);
+    return facts;
+  }
+
+  async finishInPlace(): Promise<number> {
+    this.commit();
+    // The db is a member's from now on: on disk before anyone starts etcd on it or moves it into place.
+    fsyncSync(this.fd!);
+    const revision = this.readBack();
+    closeSync(this.fd!);
+    this.fd = undefined;
+    return revision;
+  }
+
+  async close(): Promise<void> {
+    if (this.fd !== undefined) closeSync(this.fd);
+    this.fd = undefined;
+  }
+
+  /** The lease bucket again, with rows for leases the events name and the snapshot lacks. */
+  private rewriteLeases(): BucketValue {
+    const ttl = this.options.leaseTtl ?? DEFAULT_REPLAYED_LEASE_TTL;
+    const old = this.buckets.get('lease');
+    const rows: Array<{ key: Buffer; value: Buffer }> = old
+      ? [...this.reader!.elements(old)].map((r) => ({ key: Buffer.from(r.key), value: Buffer.from(r.value) }))
+      : [];
+    for (const id of this.newLeases) rows.push(leaseRecord(id, ttl));
+    rows.sort((a, b) => Buffer.compare(a.key, b.key));
+    const leaves = new LeafBuilder(this.pages!);
+    for (const row of rows) leaves.add(row.key, row.value);
+    return { root: writeBranches(this.pages!, leaves.finish()), sequence: old?.sequence ?? 0n };
+  }
+
+  /** Writes the new tree's branch, bucket and root pages, then the two metas that make it current; returns the size. */
+  private commit(): number {
+    const pages = this.pages!;
+    const meta = this.meta!;
+    this.buckets.set('key', {
+      root: writeBranches(pages, this.keyRows!.finish()),
+      sequence: this.buckets.get('key')!.sequence,
+    });
+    if (this.newLeases.size > 0) this.buckets.set('lease', this.rewriteLeases());
+    const root = new LeafBuilder(pages);
+    for (const [name, bucket] of [...this.buckets].sort(([a], [b]) =>
+      Buffer.compare(Buffer.from(a, 'latin1'), Buffer.from(b, 'latin1')),
+    )) {
+      root.add(Buffer.from(name, 'latin1'), bucketHeader(bucket), BUCKET_LEAF_FLAG);
+    }
+    const rootPage = writeBranches(pages, root.finish());
+    pages.flush();
+    // Both metas name the new tree, the higher txid on page 0 — as bbolt's own snapshot stream writes them.
+    const next: BboltMeta = {
+      ...meta,
+      root: rootPage,
+      freelist: NO_FREELIST,
+      pgid: pages.nextPgid,
+      txid: meta.txid + 2n,
+    };
+    writeSync(this.fd!, metaPage(next, 0), 0, meta.pageSize, 0);
+    writeSync(this.fd!, metaPage({ ...next, txid: meta.txid + 1n }, 1), 0, meta.pageSize, meta.pageSize);
+    return next.pgid * meta.pageSize;
+  }
+
+  /** Reads the revision back from the new tree, independently of what was written. */
+  private readBack(): number {
+    const revision = storeRevision(new BboltReader(this.fd!));
+    if (revision !== this.revision) {
+      throw new OperationError(`the rewritten db reads back as revision ${revision}, expected ${this.revision}`);
+    }
+    return revision;
+  }
+
+  /** Hashes the finished db for the snapshot trailer, and reads the revision back. */
+  private seal(size: number): FullSnapshotFacts {
+    const hash = createHash('sha256');
+    const chunk = Buffer.allocUnsafe(1 << 20);
+    for (let at = 0; at < size; ) {
+      const n = readSync(this.fd!, chunk, 0, Math.min(chunk.length, size - at), at);
+      if (n === 0) throw new OperationError(`the rewritten db ends at byte ${at}, expected ${size}`);
+      hash.update(chunk.subarray(0, n));
+      at += n;
+    }
+    const digest = hash.digest();
+    writeSync(this.fd!, digest, 0, SNAPSHOT_TRAILER, size);
+    ftruncateSync(this.fd!, size + SNAPSHOT_TRAILER);
+    return { size: size + SNAPSHOT_TRAILER, revision: this.readBack(), dbSha256: digest.toString('hex') };
+  }
+}
+
+function bucketHeader(bucket: BucketValue): Buffer {
+  const header = Buffer.alloc(16);
+  header.writeBigUInt64LE(BigInt(bucket.root), 0);
+  header.writeBigUInt64LE(bucket.sequence, 8);
+  return bucket.inline ? Buffer.concat([header, bucket.inline]) : header;
+}

@@ -1,0 +1,269 @@
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fetchDelta, isDecompressionError, readDeltaEvents } from '../backup/fetch-delta.js';
+import { fetchFullSnapshot } from '../backup/fetch-full-snapshot.js';
+import type { CatalogEntry } from '../backup/snapshot-catalog.js';
+import type { SnapshotChain } from '../backup/snapshot-chain.js';
+import { dbFileRevision } from '../bbolt/db-file-revision.js';
+import { errorMessage, IntegrityError, OperationError } from '../common/errors.js';
+import { type Logger, silentLogger } from '../common/logger.js';
+import { prefetchInOrder } from '../common/ordered-prefetch.js';
+import type { EtcdBinaries } from '../etcd/etcd-binaries.js';
+import { type MemberConfig, runSnapshotRestore } from '../etcd/snapshot-restore-command.js';
+import { groupRevisions, type Revision } from '../format/delta-revisions.js';
+import type { FullSnapshotFacts } from '../format/full-snapshot-check.js';
+import type { SnapStore } from '../store/snapstore.js';
+import type { ReplayEngine } from './replay-engine.js';
+
+export interface ChainReplayOptions {
+  store: SnapStore;
+  chain: SnapshotChain;
+  /** Stop at this revision (inclusive). */
+  toRevision?: number;
+  /** Scratch space: the full snapshot, up to `maxFetchers` deltas at a time, the result. */
+  workDir: string;
+  engine: ReplayEngine;
+  /** Deltas downloaded ahead of the one being applied, each to its own temp file. */
+  maxFetchers: number;
+  /** On a damaged or missing delta, finish at the last good revision instead of failing. */
+  allowPartial?: boolean;
+  logger?: Logger;
+  signal?: AbortSignal;
+  /**
+   * Make this member's data dir from the full snapshot with etcd's own tool before any delta, and replay into
+   * its db, when the engine extends a db in place (`finishInPlace`): the tool then copies and indexes the full
+   * snapshot rather than the larger result. With other engines the result stays a snapshot file.
+   */
+  layout?: { binaries: EtcdBinaries; member: MemberConfig; dataDir: string };
+}
+
+export interface ChainReplayResult {
+  /** The revision the result holds. */
+  revision: number;
+  /** The result as an etcd snapshot file (db plus sha256 trailer), verified; unless `dataDir` holds it. */
+  snapshotFile?: string;
+  /** The member data dir holding the result, when `layout` was asked for and the engine could replay into it. */
+  dataDir?: string;
+  /** The revision the full snapshot held (may be above its name: etcd#9037). */
+  baseRevision: number;
+  deltas: number;
+  revisions: number;
+  events: number;
+  /** Live keys the deltas added (puts at version 1) and removed, for checking the result's key count. */
+  created: number;
+  deleted: number;
+  /** Set when a delta could not be used and `allowPartial` let the replay end early at `snapshot.revision`. */
+  stoppedBy?: { delta: string; reason: string };
+}
+
+/** The full snapshot of a chain failed verification: a caller may fall back to an older chain. */
+export class UnusableFullSnapshotError extends IntegrityError {}
+
+/**
+ * Rebuilds the state a chain describes as a snapshot file, or as a member data dir (`layout`): the full
+ * snapshot, then each delta's revisions through a replay engine, up to the target. Deltas are downloaded
+ * ahead with bounded concurrency, each verified whole before its first event is applied, and deleted once
+ * applied, so disk holds at most `maxFetchers` + 1 deltas and memory one revision. Revisions must follow
+ * each other without a gap; those at or below what is already reached (overlapping deltas, a full snapshot
+ * ahead of its name) are skipped.
+ */
+export async function replayChain(options: ChainReplayOptions): Promise<ChainReplayResult> {
+  const { store, chain, engine, workDir } = options;
+  const logger = options.logger ?? silentLogger;
+  await mkdir(join(workDir, 'deltas'), { recursive: true });
+  const baseFile = join(workDir, 'base.db');
+  const base = await fetchBase(store, chain.full, baseFile, options);
+  const inPlace = engine.finishInPlace ? options.layout : undefined;
+  const result: ChainReplayResult = {
+    revision: base.revision,
+    ...(inPlace ? { dataDir: inPlace.dataDir } : { snapshotFile: baseFile }),
+    baseRevision: base.revision,
+    deltas: 0,
+    revisions: 0,
+    events: 0,
+    created: 0,
+    deleted: 0,
+  };
+  const dbFile = inPlace ? await layOut(baseFile, base.revision, inPlace, logger, options.signal) : baseFile;
+  const wanted = options.toRevision ?? chain.lastRevision;
+  if (chain.deltas.length === 0 || base.revision >= wanted) return result;
+
+  const progress = new ReplayProgress(logger, base.revision, chain.lastRevision);
+  let reached = base.revision;
+  let finished = false;
+  try {
+    await engine.open({ file: dbFile, revision: base.revision });
+    const fetched = prefetchInOrder(
+      chain.deltas,
+      async (entry, signal) => {
+        await fetchDelta(store, entry, deltaFile(workDir, entry), { signal });
+        return deltaFile(workDir, entry);
+      },
+      { concurrency: options.maxFetchers, signal: options.signal, discard: (file) => rm(file, { force: true }) },
+    );
+    for await (const { item: entry, value, error } of fetched) {
+      options.signal?.throwIfAborted();
+      const label = `${store.location}/${entry.name}`;
+      const file = value as string;
+      if (error !== undefined) {
+        if (!(error instanceof IntegrityError || isMissing(error)) || !options.allowPartial) {
+          throw new OperationError(`cannot use delta ${label}: ${errorMessage(error)}`, { cause: error });
+        }
+        result.stoppedBy = { delta: entry.name, reason: errorMessage(error) };
+        break;
+      }
+      if (entry.startRevision > reached + 1) {
+        const reason = `revisions ${reached + 1}..${entry.startRevision - 1} are in no delta`;
+        if (!options.allowPartial) throw new OperationError(`cannot continue with ${label}: ${reason}`);
+        result.stoppedBy = { delta: entry.name, reason };
+        break;
+      }
+      try {
+        for await (const rev of groupRevisions(readDeltaEvents(file, entry, label))) {
+          if (rev.revision <= reached) continue;
+          if (rev.revision > wanted) {
+            finished = true;
+            break;
+          }
+          if (rev.revision !== reached + 1) {
+            throw new IntegrityError(`${label}: revisions ${reached + 1}..${rev.revision - 1} are missing`);
+          }
+          await engine.apply(rev);
+          reached = rev.revision;
+          count(result, rev);
+          progress.update(reached);
+        }
+      } catch (err) {
+        // Content that contradicts itself (hash-verified, yet out of order): what came before it stands.
+        if (!(err instanceof IntegrityError) || !options.allowPartial) {
+          throw err instanceof IntegrityError
+            ? new OperationError(`cannot use delta ${label}: ${err.message}`, { cause: err })
+            : err;
+        }
+        result.stoppedBy = { delta: entry.name, reason: err.message };
+        break;
+      }
+      await engine.checkpoint(reached);
+      await rm(file, { force: true });
+      result.deltas++;
+      if (finished || reached >= wanted) break;
+    }
+    if (inPlace) {
+      result.revision = await engine.finishInPlace!();
+    } else {
+      result.snapshotFile = join(workDir, 'result.db');
+      result.revision = (await engine.finish(result.snapshotFile)).revision;
+      await rm(baseFile, { force: true });
+    }
+    if (result.revision !== reached) {
+      throw new OperationError(`the replayed result holds revision ${result.revision}, expected ${reached}`);
+    }
+    progress.done(reached);
+    return result;
+  } finally {
+    await engine.close();
+  }
+}
+
+async function fetchBase(
+  store: SnapStore,
+  entry: CatalogEntry,
+  file: string,
+  options: ChainReplayOptions,
+): Promise<FullSnapshotFacts> {
+  const label = `${store.location}/${entry.name}`;
+  try {
+    const facts = await fetchFullSnapshot(store, entry, file, { logger: options.logger, signal: options.signal });
+    if (options.toRevision !== undefined && facts.revision > options.toRevision) {
+      throw new IntegrityError(
+        `${label} holds revision ${facts.revision}, past the target revision ${options.toRevision}`,
+      );
+    }
+    return facts;
+  } catch (err) {
+    if (err instanceof IntegrityError || isDecompressionError(err) || isMissing(err)) {
+      const reason = err instanceof IntegrityError ? err.message : `${label}: ${errorMessage(err)}`;
+      throw new UnusableFullSnapshotError(reason, { cause: err });
+    }
+    throw err;
+  }
+}
+
+/** The member's data dir made from the full snapshot by etcd's own tool; returns its db, for the engine to extend. */
+async function layOut(
+  baseFile: string,
+  revision: number,
+  layout: NonNullable<ChainReplayOptions['layout']>,
+  logger: Logger,
+  signal?: AbortSignal,
+): Promise<string> {
+  logger.info('laying out the member data dir', { member: layout.member.name, revision });
+  await rm(layout.dataDir, { recursive: true, force: true });
+  await runSnapshotRestore(layout.binaries, baseFile, layout.dataDir, layout.member, { signal });
+  await rm(baseFile, { force: true });
+  const db = join(layout.dataDir, 'member', 'snap', 'db');
+  // etcdctl 3.4 deletes the old members' IDs from the key space (docs/etcd-formats.md §4.2): a key of that name
+  // would have taken a revision of its own, and the replayed revisions must follow the full snapshot's.
+  const onDisk = await dbFileRevision(db);
+  if (onDisk !== revision) {
+    throw new OperationError(
+      `etcd's snapshot restore left the db at revision ${onDisk}, not the full snapshot's ${revision}: it deleted a key named like a member ID`,
+    );
+  }
+  return db;
+}
+
+function deltaFile(workDir: string, entry: CatalogEntry): string {
+  return join(workDir, 'deltas', `${entry.name.replaceAll('/', '_')}.json`);
+}
+
+/** An object listed a moment ago and gone now (deleted by garbage collection, say) counts as missing. */
+function isMissing(err: unknown): boolean {
+  return (err as Error)?.name === 'ObjectNotFoundError';
+}
+
+function count(result: ChainReplayResult, rev: Revision): void {
+  result.revisions++;
+  result.events += rev.events.length;
+  for (const e of rev.events) {
+    if (e.type === 'delete') result.deleted++;
+    else if (e.version === 1) result.created++;
+  }
+}
+
+/** Revisions per second and time left, at most once a second (a redrawn line on a terminal, JSON otherwise). */
+class ReplayProgress {
+  private readonly started = Date.now();
+  private last = 0;
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly from: number,
+    private readonly to: number,
+  ) {}
+
+  update(revision: number): void {
+    const now = Date.now();
+    if (now - this.last < 1000) return;
+    this.last = now;
+    this.report(revision);
+  }
+
+  done(revision: number): void {
+    this.report(revision);
+  }
+
+  private report(revision: number): void {
+    const seconds = (Date.now() - this.started) / 1000;
+    const doneRevisions = revision - this.from;
+    const rate = seconds > 0 ? doneRevisions / seconds : 0;
+    const total = Math.max(1, this.to - this.from);
+    this.logger.progress('replay', {
+      revision,
+      of: this.to,
+      percent: Math.min(100, Math.floor((100 * doneRevisions) / total)),
+      revisionsPerSecond: Math.round(rate),
+      etaSeconds: rate > 0 ? Math.max(0, Math.round((this.to - revision) / rate)) : undefined,
+    });
+  }
+}

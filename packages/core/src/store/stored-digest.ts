@@ -1,0 +1,41 @@
+import { createHash } from 'node:crypto';
+import { Transform, type TransformCallback } from 'node:stream';
+import { IntegrityError } from '../common/errors.js';
+import type { SnapStore } from './snapstore.js';
+
+/** Object metadata key of the sha256 of an object's stored (compressed) bytes, recorded when we upload it. */
+export const METADATA_SHA256 = 'sha256';
+
+/** Meters an object's stored bytes as they stream past: their sha256 and size. */
+export class StoredDigest extends Transform {
+  private readonly hash = createHash('sha256');
+  private digest?: string;
+  size = 0;
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    this.hash.update(chunk);
+    this.size += chunk.length;
+    done(null, chunk);
+  }
+
+  sha256(): string {
+    this.digest ??= this.hash.digest('hex');
+    return this.digest;
+  }
+}
+
+/**
+ * Checks downloaded bytes against the sha256 recorded at upload, when the object has one (ebr records
+ * none). Some stores' listings carry no metadata (S3), so without it in hand the store is asked.
+ */
+export async function verifyStoredDigest(
+  store: SnapStore,
+  object: { name: string; metadata: Record<string, string> },
+  digest: StoredDigest,
+  label: string,
+): Promise<void> {
+  const expected = object.metadata[METADATA_SHA256] ?? (await store.stat(object.name))?.metadata[METADATA_SHA256];
+  if (expected && expected !== digest.sha256()) {
+    throw new IntegrityError(`${label} is damaged: its bytes do not match the sha256 recorded when it was stored`);
+  }
+}

@@ -1,0 +1,269 @@
+import { readdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { listSnapshots } from '../backup/snapshot-catalog.js';
+import { errorMessage, UsageError } from '../common/errors.js';
+import { openStore } from '../store/location.js';
+import { isTransient } from '../store/retry.js';
+import type { SnapStore } from '../store/snapstore.js';
+import { scanWal, type WalSummary } from '../wal/wal-scan.js';
+import { checkDb, type DbState } from './db-check.js';
+import { checkSafeGuard } from './safe-guard.js';
+import { type DataDirReport, type Finding, type ValidationMode, VERDICTS, type Verdict } from './verdict.js';
+
+export interface ValidateOptions {
+  dataDir: string;
+  mode: ValidationMode;
+  /** The pod's namespace (POD_NAMESPACE), for the safe_guard file. */
+  namespace?: string;
+  /** A store URL: the data must not be behind its newest snapshot. */
+  store?: string;
+  /** A db below this revision is invalid (ebr's failbelowrevision). */
+  failBelowRevision?: number;
+  /** A db this many revisions ahead of the store's newest snapshot gets a warning. */
+  maxRevisionsAhead: number;
+}
+
+/** Stops the checks with a verdict other than valid. */
+class Decided extends Error {
+  constructor(
+    readonly verdict: Exclude<Verdict, 'valid'>,
+    readonly finding: Finding,
+  ) {
+    super(finding.message);
+  }
+}
+
+/**
+ * Is this etcd data dir safe to start etcd on (docs/etcd-formats.md §1 to docs/etcd-formats.md §6)? Checks in order — the volume, the
+ * layout, the db, the WAL, then the store — and the first problem decides the verdict. Reads, never writes,
+ * the data dir; the only write is ebr's safe_guard file when it is missing.
+ */
+export async function validateDataDir(options: ValidateOptions): Promise<DataDirReport> {
+  const { dataDir, mode } = options;
+  const findings: Finding[] = [];
+  const report = (verdict: Verdict, reason: string, extra: Partial<DataDirReport> = {}): DataDirReport => ({
+    verdict,
+    exitCode: VERDICTS[verdict].exitCode,
+    reason,
+    mode,
+    dataDir,
+    findings,
+    ...extra,
+  });
+  const facts: Partial<DataDirReport> = {};
+  // Opened first, so that a store configured wrong is bad usage before any check runs; one that cannot be
+  // reached matters only if the data is otherwise sound.
+  const store = options.store === undefined ? undefined : await openForCheck(options.store);
+  if ((await stat(dataDir).catch(() => undefined))?.isFile()) {
+    throw new UsageError(`--data-dir ${dataDir} is a file; give etcd's data dir (a folder)`);
+  }
+  try {
+    await checkVolume(options, findings);
+    await checkLayout(dataDir);
+    const db = dbFacts(dataDir, mode, findings, options.failBelowRevision);
+    facts.db = {
+      revision: db.revision,
+      consistentIndex: db.consistentIndex,
+      pageSize: db.meta.pageSize,
+      pages: db.meta.pgid,
+      txid: String(db.meta.txid),
+      ...(db.pagesWalked === undefined ? {} : { pagesWalked: db.pagesWalked }),
+    };
+    const wal = await walFacts(dataDir, mode, db, findings);
+    facts.wal = {
+      segments: wal.segments,
+      segmentsRead: wal.segmentsRead,
+      records: wal.records,
+      ...(wal.lastSnapshot ? { lastSnapshot: wal.lastSnapshot } : {}),
+      ...(wal.hardState ? { hardState: wal.hardState } : {}),
+      tornTail: wal.tornTail !== undefined,
+    };
+    let storeNote = '';
+    if (store) {
+      facts.store = await storeFacts(store, db.revision, options.maxRevisionsAhead, findings);
+      if (facts.store.newestRevision !== undefined) storeNote = `, the store's newest is ${facts.store.newestRevision}`;
+    }
+    return report(
+      'valid',
+      `${dataDir} is sound (${mode} check): revision ${db.revision}, consistent index ${db.consistentIndex}${storeNote}`,
+      facts,
+    );
+  } catch (err) {
+    if (!(err instanceof Decided)) throw err;
+    findings.push(err.finding);
+    return report(err.verdict, err.finding.message, facts);
+  }
+}
+
+async function checkVolume(options: ValidateOptions, findings: Finding[]): Promise<void> {
+  const guard = await checkSafeGuard(options.dataDir, options.namespace).catch((err) => {
+    if (err instanceof UsageError) throw err;
+    throw new Decided('cannot-decide', {
+      check: 'safe-guard',
+      severity: 'problem',
+      message: `cannot read the safe_guard file beside ${options.dataDir}: ${errorMessage(err)}`,
+    });
+  });
+  if (guard.status === 'no-namespace') {
+    findings.push({
+      check: 'safe-guard',
+      severity: 'warning',
+      message: 'POD_NAMESPACE is not set: the check that this volume belongs to this cluster was skipped',
+    });
+  } else if (guard.status === 'mismatch') {
+    throw new Decided('wrong-volume', {
+      check: 'safe-guard',
+      severity: 'problem',
+      message: `${guard.path} names namespace "${guard.found}", not this pod's "${options.namespace}": the volume belongs to another cluster; mount this cluster's volume`,
+    });
+  }
+}
+
+/** `member/`, `member/snap/db` and `member/wal/` (docs/etcd-formats.md §1). No data dir, or an empty one, needs a restore too. */
+async function checkLayout(dataDir: string): Promise<void> {
+  const kind = async (path: string) => {
+    const st = await stat(path).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return undefined;
+      throw new Decided('cannot-decide', {
+        check: 'layout',
+        severity: 'problem',
+        message: `cannot read ${path}: ${err.code}`,
+      });
+    });
+    return st?.isDirectory() ? 'folder' : st ? 'file' : 'missing';
+  };
+  const missing = (message: string) => new Decided('restore-needed', { check: 'layout', severity: 'problem', message });
+  const top = await kind(dataDir);
+  const empty = async () =>
+    (
+      await readdir(dataDir).catch((err: NodeJS.ErrnoException) => {
+        throw new Decided('cannot-decide', {
+          check: 'layout',
+          severity: 'problem',
+          message: `cannot list ${dataDir}: ${err.code}`,
+        });
+      })
+    ).length === 0;
+  if (top === 'missing' || (await empty())) {
+    throw missing(`${dataDir} holds no etcd data (${top === 'missing' ? 'it does not exist' : 'it is empty'})`);
+  }
+  for (const [path, want] of [
+    ['member', 'folder'],
+    ['member/snap/db', 'file'],
+    ['member/wal', 'folder'],
+  ] as const) {
+    if ((await kind(join(dataDir, path))) !== want) throw missing(`${dataDir} has no ${path} ${want}`);
+  }
+}
+
+function dbFacts(dataDir: string, mode: ValidationMode, findings: Finding[], failBelowRevision?: number): DbState {
+  let db: DbState;
+  try {
+    db = checkDb(join(dataDir, 'member/snap/db'), mode);
+  } catch (err) {
+    throw new Decided(unreadable(err) ? 'cannot-decide' : 'restore-needed', {
+      check: 'db',
+      severity: 'problem',
+      message: `member/snap/db: ${errorMessage(err)}`,
+    });
+  }
+  for (const message of db.warnings) findings.push({ check: 'db', severity: 'warning', message });
+  if (failBelowRevision !== undefined && db.revision < failBelowRevision) {
+    throw new Decided('restore-needed', {
+      check: 'db',
+      severity: 'problem',
+      message: `the db is at revision ${db.revision}, below --fail-below-revision ${failBelowRevision}`,
+    });
+  }
+  return db;
+}
+
+async function walFacts(dataDir: string, mode: ValidationMode, db: DbState, findings: Finding[]): Promise<WalSummary> {
+  let wal: WalSummary;
+  try {
+    wal = await scanWal(join(dataDir, 'member/wal'), mode === 'full' ? 'all' : 'last');
+  } catch (err) {
+    throw new Decided(unreadable(err) ? 'cannot-decide' : 'restore-needed', {
+      check: 'wal',
+      severity: 'problem',
+      message: errorMessage(err),
+    });
+  }
+  if (wal.tornTail) {
+    findings.push({
+      check: 'wal',
+      severity: 'warning',
+      message: `the last WAL record (${wal.tornTail.segment} at byte ${wal.tornTail.offset}) is torn, as a crash leaves it: etcd drops it at start-up`,
+    });
+  }
+  // etcd swaps in member/snap/<index>.snap.db for a db behind the WAL's snapshot, and fails without one (docs/etcd-formats.md §6).
+  // Sanity mode sees the snapshot records of the newest segment only: etcd writes one there at each snapshot.
+  const snapshot = wal.lastSnapshot;
+  if (snapshot && snapshot.index > db.consistentIndex) {
+    const received = join(dataDir, 'member/snap', `${snapshot.index.toString(16).padStart(16, '0')}.snap.db`);
+    if (!(await stat(received).catch(() => undefined))?.isFile()) {
+      throw new Decided('restore-needed', {
+        check: 'wal',
+        severity: 'problem',
+        message: `the WAL's last snapshot is at raft index ${snapshot.index}, ahead of the db's consistent index ${db.consistentIndex}: the db is older than the WAL`,
+      });
+    }
+  }
+  return wal;
+}
+
+/**
+ * A file that could not be read (permissions, I/O) says nothing about the data. Anything else thrown while
+ * reading it is the data's fault: the checks' own findings, and damage that broke a parse.
+ */
+function unreadable(err: unknown): boolean {
+  return typeof (err as { syscall?: unknown }).syscall === 'string';
+}
+
+/** The store, or why it could not be reached: a down or unreachable server, not a wrong setting. */
+async function openForCheck(url: string): Promise<SnapStore | { unreachable: unknown }> {
+  try {
+    return await openStore(url);
+  } catch (err) {
+    const code = (err as { cause?: { code?: unknown } }).cause?.code;
+    if (err instanceof UsageError && !isTransient(err) && code !== 'ECONNREFUSED' && code !== 'ENOTFOUND') throw err;
+    return { unreachable: err };
+  }
+}
+
+/** The store's newest snapshot against the db: behind it is stale data; far ahead of it is worth a warning. */
+async function storeFacts(
+  store: SnapStore | { unreachable: unknown },
+  revision: number,
+  maxAhead: number,
+  findings: Finding[],
+): Promise<NonNullable<DataDirReport['store']>> {
+  let snapshots: Awaited<ReturnType<typeof listSnapshots>>;
+  try {
+    if ('unreachable' in store) throw store.unreachable;
+    snapshots = await listSnapshots(store);
+  } catch (err) {
+    throw new Decided('cannot-decide', {
+      check: 'store',
+      severity: 'problem',
+      message: `the data dir is sound, but the store could not be listed to compare revisions: ${errorMessage(err)}`,
+    });
+  }
+  const newest = snapshots.reduce((max, s) => Math.max(max, s.lastRevision), 0);
+  if (snapshots.length === 0) return { snapshots: 0 };
+  if (revision < newest) {
+    throw new Decided('restore-needed', {
+      check: 'store',
+      severity: 'problem',
+      message: `the data is stale: the db is at revision ${revision}, the store's newest snapshot at ${newest}`,
+    });
+  }
+  if (revision - newest > maxAhead) {
+    findings.push({
+      check: 'store',
+      severity: 'warning',
+      message: `the db (revision ${revision}) is ${revision - newest} revisions ahead of the store's newest snapshot (${newest}): backups may have stopped, or the store belongs to another cluster`,
+    });
+  }
+  return { newestRevision: newest, snapshots: snapshots.length };
+}

@@ -1,0 +1,36 @@
+import { mkdir } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { createEtcdClient, EtcdProcess, findEtcdBinaries } from '@etcd-steward/core';
+import type { Etcd3 } from 'etcd3';
+import { checkEtcdUnderTest } from './etcd-versions.js';
+
+/**
+ * Runs a one-member etcd on `dataDir` for the length of `work`, then stops it cleanly and leaves the data dir
+ * behind: what a stopped member leaves, for checks of data dirs. Run it again on the same dir to add to it.
+ * `extraArgs` go to etcd, e.g. a small `--snapshot-count` for raft snapshots in a small data dir.
+ */
+export async function withMember<T>(
+  dataDir: string,
+  work: (client: Etcd3, endpoint: string) => Promise<T>,
+  extraArgs: string[] = [],
+): Promise<T> {
+  await mkdir(dirname(dataDir), { recursive: true });
+  const binaries = await findEtcdBinaries();
+  checkEtcdUnderTest(binaries);
+  const member = await EtcdProcess.start({
+    binaries,
+    name: 'm0',
+    dataDir,
+    logFile: join(dirname(dataDir), 'etcd.log'),
+    extraArgs,
+  });
+  let client: Etcd3 | undefined;
+  try {
+    await member.waitHealthy();
+    client = createEtcdClient({ endpoints: [member.clientUrl] });
+    return await work(client, member.clientUrl);
+  } finally {
+    client?.close();
+    await member.stop();
+  }
+}

@@ -1,0 +1,82 @@
+// etcd-validate check, sanity and full mode, on a data dir of ~1 GB: wall time and peak RSS.
+// Usage: node scripts/bench/validate.ts [--keys 1000000] [--runs 3] [--data-dir /tmp/bench-validate/data]
+// Targets (issue #12): sanity mode under 1 s and 100 MB peak RSS on ~1 GB.
+import { readdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { withMember } from '@etcd-steward/testing';
+import { measure, median, printTable } from './measure.ts';
+
+const { values } = parseArgs({
+  options: {
+    keys: { type: 'string', default: '1000000' },
+    runs: { type: 'string', default: '3' },
+    'data-dir': { type: 'string', default: '/tmp/bench-validate/data' },
+    help: { type: 'boolean', short: 'h', default: false },
+  },
+});
+if (values.help) {
+  console.log(`Usage: node scripts/bench/validate.ts [--keys 1000000] [--runs 3] [--data-dir /tmp/bench-validate/data]
+Writes --keys puts of 1 KiB into a one-member etcd on --data-dir (kept, and reused when it already holds a
+member, since loading takes minutes; keep it outside the repo), stops it, then runs etcd-validate check in
+sanity and full mode --runs times each, interleaved; prints median seconds and peak RSS. The first run of each
+mode warms the page cache and is not counted. Build first (pnpm exec tsc -b).`);
+  process.exit(0);
+}
+const keys = Number(values.keys);
+const runs = Number(values.runs);
+const dataDir = values['data-dir'];
+const root = new URL('../..', import.meta.url).pathname;
+
+if (!(await stat(join(dataDir, 'member')).catch(() => undefined))) {
+  console.log(`loading ${keys} keys of 1 KiB into ${dataDir}…`);
+  await withMember(dataDir, async (client) => {
+    const batch = 100;
+    let next = 0;
+    const worker = async () => {
+      while (next < keys) {
+        const start = next;
+        next += batch;
+        await client.kv.txn({
+          compare: [],
+          success: Array.from({ length: Math.min(batch, keys - start) }, (_, j) => ({
+            request_put: {
+              key: Buffer.from(`/registry/configmaps/ns-${(start + j) % 100}/cm-${start + j}`),
+              value: Buffer.from(`${start + j}:`.padEnd(1024, 'x')),
+            },
+          })),
+          failure: [],
+        });
+      }
+    };
+    await Promise.all(Array.from({ length: 8 }, worker));
+  });
+}
+const dbBytes = (await stat(join(dataDir, 'member/snap/db'))).size;
+const segments = (await readdir(join(dataDir, 'member/wal'))).filter((n) => n.endsWith('.wal')).length;
+
+const modes = ['sanity', 'full'] as const;
+const results = new Map<string, Array<{ seconds: number; peakRssMb: number }>>();
+for (let i = 0; i <= runs; i++) {
+  for (const mode of modes) {
+    const m = await measure(process.execPath, [
+      join(root, 'packages/validate/bin/etcd-validate.js'),
+      'check',
+      '--data-dir',
+      dataDir,
+      '--mode',
+      mode,
+      '--output',
+      'json',
+    ]);
+    if (m.code !== 0) throw new Error(`etcd-validate ${mode} exited ${m.code}: ${m.stdout} ${m.stderr}`);
+    if (i > 0) results.set(mode, [...(results.get(mode) ?? []), m]);
+  }
+}
+console.log(`\ndb ${(dbBytes / 1e6).toFixed(0)} MB, ${segments} WAL segments, ${runs} runs each (after one warm-up)`);
+const rows = [['mode', 'seconds (median)', 'peak RSS MB (max)']];
+for (const mode of modes) {
+  const rs = results.get(mode) ?? [];
+  rows.push([mode, median(rs.map((r) => r.seconds)).toFixed(2), Math.max(...rs.map((r) => r.peakRssMb)).toFixed(0)]);
+}
+printTable(rows);

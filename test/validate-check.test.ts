@@ -1,0 +1,298 @@
+import { closeSync, openSync } from 'node:fs';
+import { cp, open, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  BboltReader,
+  type DataDirReport,
+  decodeWalSegment,
+  freePort,
+  LocalStore,
+  listWalSegments,
+  takeFullSnapshot,
+} from '@etcd-steward/core';
+import { withMember, writeWorkload } from '@etcd-steward/testing';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { runProgram } from './run-program.js';
+import { tempDir } from './temp-dir.js';
+
+/** The verdicts of `etcd-validate check` on data dirs written by a real etcd, then damaged in copies. */
+describe('etcd-validate check (the built program, data dirs of a real etcd)', () => {
+  const path = tempDir('validate-check-');
+  let storeUrl: string;
+
+  // Raft snapshots every 100 entries, so that the WAL holds snapshot records and member/snap *.snap files.
+  const snapshotEvery = ['--snapshot-count=100'];
+
+  beforeAll(async () => {
+    await withMember(
+      path('stale', 'data'),
+      (client) => writeWorkload(client, { keys: 400, valueSize: 200 }),
+      snapshotEvery,
+    );
+    await cp(path('stale'), path('good'), { recursive: true });
+    // The member runs on: more writes, then a full snapshot that the stale copy is behind.
+    await withMember(
+      path('good', 'data'),
+      async (client, endpoint) => {
+        for (let i = 0; i < 150; i++) await client.put(`/later/${i}`).value('v'.repeat(100));
+        await takeFullSnapshot({
+          connection: { endpoints: [endpoint] },
+          store: new LocalStore(path('store')),
+          compression: 'none',
+          tempDir: path(),
+        });
+      },
+      snapshotEvery,
+    );
+    storeUrl = `file://${path('store')}`;
+  });
+
+  /** A copy of the healthy data dir, alone in its folder (safe_guard lives beside the data dir). */
+  async function copy(name: string): Promise<string> {
+    await cp(path('good', 'data'), path(name, 'data'), { recursive: true });
+    return path(name, 'data');
+  }
+
+  async function check(dataDir: string, args: string[] = [], env: NodeJS.ProcessEnv = {}) {
+    const res = await runProgram('etcd-validate', ['check', '--data-dir', dataDir, '--output', 'json', ...args], {
+      POD_NAMESPACE: '',
+      ...env,
+    });
+    const report = res.stdout ? (JSON.parse(res.stdout) as DataDirReport) : undefined;
+    return { ...res, report };
+  }
+
+  async function xorByte(file: string, position: number, mask = 0xff): Promise<void> {
+    const handle = await open(file, 'r+');
+    try {
+      const byte = Buffer.alloc(1);
+      await handle.read(byte, 0, 1, position);
+      byte[0] ^= mask;
+      await handle.write(byte, 0, 1, position);
+    } finally {
+      await handle.close();
+    }
+  }
+
+  /** The records of the newest WAL segment: where each starts and how long its data is. */
+  async function lastSegmentRecords(dataDir: string) {
+    const segments = await listWalSegments(join(dataDir, 'member/wal'));
+    const last = segments[segments.length - 1].path;
+    const records: Array<{ type: number; offset: number; length: number }> = [];
+    decodeWalSegment(last, { crc: 0, last: true }, (r) => records.push({ type: r.type, offset: r.offset, length: 0 }));
+    const bytes = await readFile(last);
+    for (const r of records) r.length = Number(bytes.readBigUInt64LE(r.offset) & 0x00ffffffffffffffn);
+    return { file: last, records };
+  }
+
+  it('a healthy data dir is valid in both modes, and says so in one line', async () => {
+    const dataDir = path('good', 'data');
+    for (const mode of ['sanity', 'full']) {
+      const { code, report } = await check(dataDir, ['--mode', mode]);
+      expect(code).toBe(0);
+      expect(report?.verdict).toBe('valid');
+      expect(report?.db?.revision).toBeGreaterThan(300);
+      expect(report?.db?.consistentIndex).toBeGreaterThan(0);
+      expect(report?.wal?.tornTail).toBe(false);
+      expect(report?.findings.filter((f) => f.severity === 'problem')).toEqual([]);
+    }
+    const full = await check(dataDir, ['--mode', 'full']);
+    expect(full.report?.db?.pagesWalked).toBeGreaterThan(10);
+    const text = await runProgram('etcd-validate', ['check', '--data-dir', dataDir], { POD_NAMESPACE: '' });
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(/^valid: .* is sound \(sanity check\): revision \d+, consistent index \d+\n$/);
+  });
+
+  it('a truncated db needs a restore', async () => {
+    const dataDir = await copy('truncated');
+    const db = join(dataDir, 'member/snap/db');
+    // Half of the pages in use: bbolt grows the file ahead of them, so half the file may still hold them all.
+    const fd = openSync(db, 'r');
+    const { pgid, pageSize } = new BboltReader(fd).meta;
+    closeSync(fd);
+    await truncate(db, Math.floor(pgid / 2) * pageSize);
+    const { code, report } = await check(dataDir);
+    expect(code).toBe(3);
+    expect(report?.verdict).toBe('restore-needed');
+    expect(report?.reason).toMatch(/the db is truncated/);
+  });
+
+  it('one damaged meta page is a warning (bbolt opens the other); both is a restore', async () => {
+    const dataDir = await copy('meta');
+    const db = join(dataDir, 'member/snap/db');
+    await xorByte(db, 64); // meta 0's txid: its checksum no longer holds
+    const one = await check(dataDir, ['--mode', 'full']);
+    expect(one.code).toBe(0);
+    const warning = one.report?.findings.find((f) => f.check === 'db');
+    expect(warning?.severity).toBe('warning');
+    expect(warning?.message).toMatch(/meta page 0 is damaged; bbolt opens with meta page 1/);
+    await xorByte(db, 4096 + 64);
+    const both = await check(dataDir);
+    expect(both.code).toBe(3);
+    expect(both.report?.reason).toMatch(/both bbolt meta pages/);
+  });
+
+  it('a flipped byte in a leaf page passes sanity mode and fails full mode', async () => {
+    const dataDir = await copy('leaf');
+    const db = join(dataDir, 'member/snap/db');
+    const fd = openSync(db, 'r');
+    let leafStart: number;
+    try {
+      const reader = new BboltReader(fd);
+      const key = reader.buckets().get('key');
+      if (!key || key.root === 0) throw new Error('the key bucket should span pages');
+      leafStart = reader.leafRefs(key.root).pgid(0) * reader.meta.pageSize;
+    } finally {
+      closeSync(fd);
+    }
+    // The first key of the leftmost leaf, main revision's top byte: the leaf's keys fall out of order.
+    const page = (await readFile(db)).subarray(leafStart, leafStart + 64);
+    await xorByte(db, leafStart + 16 + page.readUInt32LE(16 + 4));
+    expect((await check(dataDir)).code).toBe(0);
+    const full = await check(dataDir, ['--mode', 'full']);
+    expect(full.code).toBe(3);
+    expect(full.report?.reason).toMatch(/^member\/snap\/db: bbolt page \d+: /);
+  });
+
+  it("damage on the key bucket's rightmost path needs a restore in sanity mode too", async () => {
+    const dataDir = await copy('branch');
+    const db = join(dataDir, 'member/snap/db');
+    const fd = openSync(db, 'r');
+    let rootStart: number;
+    try {
+      const reader = new BboltReader(fd);
+      const key = reader.buckets().get('key');
+      if (!key || key.root === 0) throw new Error('the key bucket should span pages');
+      rootStart = key.root * reader.meta.pageSize;
+    } finally {
+      closeSync(fd);
+    }
+    // The root page's element count: its elements now run past the page.
+    await xorByte(db, rootStart + 11, 0xf0);
+    const { code, report } = await check(dataDir);
+    expect(code).toBe(3);
+    expect(report?.verdict).toBe('restore-needed');
+    expect(report?.reason).toMatch(/^member\/snap\/db: /);
+  });
+
+  it('a torn last WAL record is what a crash leaves: valid, with a warning', async () => {
+    const dataDir = await copy('torn');
+    const { file, records } = await lastSegmentRecords(dataDir);
+    const last = records[records.length - 1];
+    const handle = await open(file, 'r+');
+    await handle.write(Buffer.alloc(last.length), 0, last.length, last.offset + 8);
+    await handle.close();
+    // A last write cut short by the end of the file is torn too.
+    const cut = await copy('torn-cut');
+    const tail = await lastSegmentRecords(cut);
+    await truncate(tail.file, tail.records[tail.records.length - 1].offset + 12);
+    for (const [dir, mode] of [
+      [dataDir, 'sanity'],
+      [dataDir, 'full'],
+      [cut, 'full'],
+    ]) {
+      const { code, report } = await check(dir, ['--mode', mode]);
+      expect(code).toBe(0);
+      expect(report?.wal?.tornTail).toBe(true);
+      expect(report?.findings.map((f) => f.message).join()).toMatch(/torn/);
+    }
+  });
+
+  it('a damaged WAL record before the tail needs a restore', async () => {
+    const dataDir = await copy('wal-damage');
+    const { file, records } = await lastSegmentRecords(dataDir);
+    const entries = records.filter((r) => r.type === 2 && r.length > 32);
+    const victim = entries[Math.floor(entries.length / 2)];
+    await xorByte(file, victim.offset + 8 + victim.length - 4, 0x55);
+    const { code, report } = await check(dataDir);
+    expect(code).toBe(3);
+    expect(report?.reason).toMatch(/WAL segment .* is damaged at byte \d+/);
+  });
+
+  it('a db older than the WAL (behind its last snapshot record) needs a restore', async () => {
+    const dataDir = await copy('old-db');
+    await cp(path('stale', 'data', 'member/snap/db'), join(dataDir, 'member/snap/db'));
+    for (const mode of ['sanity', 'full']) {
+      const { code, report } = await check(dataDir, ['--mode', mode]);
+      expect(code).toBe(3);
+      expect(report?.reason).toMatch(
+        /the WAL's last snapshot is at raft index \d+, ahead of the db's consistent index \d+/,
+      );
+    }
+  });
+
+  it('no member/wal needs a restore', async () => {
+    const dataDir = await copy('no-wal');
+    await rm(join(dataDir, 'member/wal'), { recursive: true });
+    const { code, report } = await check(dataDir);
+    expect(code).toBe(3);
+    expect(report?.reason).toMatch(/has no member\/wal folder/);
+  });
+
+  it('data behind the store is stale; data at the store is valid', async () => {
+    const stale = await check(path('stale', 'data'), ['--store', storeUrl]);
+    expect(stale.code).toBe(3);
+    expect(stale.report?.reason).toMatch(/stale: the db is at revision \d+, the store's newest snapshot at \d+/);
+    const good = await check(path('good', 'data'), ['--store', storeUrl]);
+    expect(good.code).toBe(0);
+    expect(good.report?.store?.newestRevision).toBe(good.report?.db?.revision);
+  });
+
+  it('a store that cannot be listed: cannot decide, and no credential in the output', async () => {
+    const port = await freePort(); // nothing listens there
+    const secret = 'validate-test-secret-never-shown';
+    const res = await check(
+      path('good', 'data'),
+      ['--store', `s3://backups/etcd?endpoint=http://127.0.0.1:${port}&retries=0`],
+      {
+        AWS_ACCESS_KEY_ID: 'validate-test-key',
+        AWS_SECRET_ACCESS_KEY: secret,
+        AWS_REGION: 'us-east-1',
+      },
+    );
+    expect(res.code).toBe(6);
+    expect(res.report?.verdict).toBe('cannot-decide');
+    expect(res.report?.reason).toMatch(/the data dir is sound, but the store could not be listed.*cannot reach/);
+    expect(res.stdout + res.stderr).not.toContain(secret);
+  });
+
+  it('--fail-below-revision above the db revision needs a restore', async () => {
+    const { report } = await check(path('good', 'data'));
+    const { code } = await check(path('good', 'data'), [
+      '--fail-below-revision',
+      String((report?.db?.revision ?? 0) + 1),
+    ]);
+    expect(code).toBe(3);
+  });
+
+  it("safe_guard: written when missing, as ebr does; another namespace's volume is the wrong volume", async () => {
+    const dataDir = await copy('guard');
+    const first = await check(dataDir, [], { POD_NAMESPACE: 'shoot--a' });
+    expect(first.code).toBe(0);
+    const guard = path('guard', 'safe_guard');
+    expect(await readFile(guard, 'utf8')).toBe('shoot--a');
+    expect((await stat(guard)).mode & 0o777).toBe(0o600);
+    const other = await check(dataDir, [], { POD_NAMESPACE: 'shoot--b' });
+    expect(other.code).toBe(5);
+    expect(other.report?.verdict).toBe('wrong-volume');
+    expect(other.report?.reason).toMatch(/names namespace "shoot--a", not this pod's "shoot--b"/);
+  });
+
+  it('bad usage exits 2 before any work and writes nothing', async () => {
+    const dataDir = await copy('usage');
+    await writeFile(path('usage', 'a-file'), 'x');
+    const bad = [
+      ['--mode', 'quick'],
+      ['--fail-below-revision', '-1'],
+      ['--store', 'nope://x'],
+      ['--store', `file://${path('usage', 'a-file')}/store`],
+    ];
+    for (const args of bad) {
+      const res = await check(dataDir, args, { POD_NAMESPACE: 'shoot--a' });
+      expect(res.code, args.join(' ')).toBe(2);
+      expect(res.stderr).toMatch(/error/);
+    }
+    expect((await check(path('usage', 'a-file'), [], { POD_NAMESPACE: 'shoot--a' })).code).toBe(2);
+    await expect(stat(path('usage', 'safe_guard'))).rejects.toThrow(/ENOENT/);
+  });
+});
