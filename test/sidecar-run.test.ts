@@ -153,7 +153,7 @@ describe('etcd-snapshot run (sidecar as a process, real etcd, steady writes)', (
       await sidecar?.kill();
       await cluster.stop();
     }
-  });
+  }, 240_000); // ~30 MB written, four full snapshots and a restore: 20–30 s alone, over 2 minutes on a loaded machine
 
   it('3 members: only the leader snapshots, a leadership change hands over with no gap or overlap', async () => {
     const cluster = await startCluster({ members: 3 });
