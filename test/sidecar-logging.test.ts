@@ -41,6 +41,11 @@ it('logs each state change once, each stored snapshot with its revisions, and "s
   await etcd.waitHealthy();
   await waitFor('etcd to be back', async () => /etcd is reachable again/.test(await sidecar.log()));
   await client.put('/c').value('3');
+  // The shutdown's last delta holds what the sidecar has watched: once the outage broke the watch, wait until
+  // it is back, which it says with the first revision it delivers (the watch resumes with a jittered backoff).
+  if (/the watch broke off/.test(await sidecar.log())) {
+    await waitFor('the watch to be back', async () => /the watch is back/.test(await sidecar.log()));
+  }
   expect(await sidecar.stop()).toBe(0);
 
   const log = await sidecar.log();
