@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startCluster } from '@etcd-steward/testing';
+import { loadConfigMaps } from './config-maps.ts';
 import { measure, median, printTable } from './measure.ts';
 
 const { values } = parseArgs({
@@ -32,35 +33,20 @@ const cluster = await startCluster();
 try {
   const client = cluster.client();
   console.log(`loading ${keys} keys of 1 KiB (values half JSON-like, half random, as Kubernetes objects are)…`);
-  const batch = 100;
-  let next = 0;
-  const worker = async () => {
-    while (next < keys) {
-      const start = next;
-      next += batch;
-      await client.kv.txn({
-        compare: [],
-        success: Array.from({ length: Math.min(batch, keys - start) }, (_, j) => {
-          const i = start + j;
-          const json = JSON.stringify({
-            kind: 'ConfigMap',
-            name: `cm-${i}`,
-            labels: { app: `app-${i % 50}` },
-            data: 'x'.repeat(300),
-          });
-          const value = Buffer.from(
-            json +
-              randomBytes(768)
-                .toString('base64')
-                .slice(0, Math.max(0, 1024 - json.length)),
-          );
-          return { request_put: { key: Buffer.from(`/registry/configmaps/ns-${i % 100}/cm-${i}`), value } };
-        }),
-        failure: [],
-      });
-    }
-  };
-  await Promise.all(Array.from({ length: 8 }, worker));
+  await loadConfigMaps(client, keys, (i) => {
+    const json = JSON.stringify({
+      kind: 'ConfigMap',
+      name: `cm-${i}`,
+      labels: { app: `app-${i % 50}` },
+      data: 'x'.repeat(300),
+    });
+    return Buffer.from(
+      json +
+        randomBytes(768)
+          .toString('base64')
+          .slice(0, Math.max(0, 1024 - json.length)),
+    );
+  });
   const endpoint = cluster.endpoints[0];
   const cases: Array<{
     name: string;

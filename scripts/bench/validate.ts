@@ -5,6 +5,7 @@ import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { withMember } from '@etcd-steward/testing';
+import { loadConfigMaps } from './config-maps.ts';
 import { measure, median, printTable } from './measure.ts';
 
 const { values } = parseArgs({
@@ -30,27 +31,7 @@ const root = new URL('../..', import.meta.url).pathname;
 
 if (!(await stat(join(dataDir, 'member')).catch(() => undefined))) {
   console.log(`loading ${keys} keys of 1 KiB into ${dataDir}…`);
-  await withMember(dataDir, async (client) => {
-    const batch = 100;
-    let next = 0;
-    const worker = async () => {
-      while (next < keys) {
-        const start = next;
-        next += batch;
-        await client.kv.txn({
-          compare: [],
-          success: Array.from({ length: Math.min(batch, keys - start) }, (_, j) => ({
-            request_put: {
-              key: Buffer.from(`/registry/configmaps/ns-${(start + j) % 100}/cm-${start + j}`),
-              value: Buffer.from(`${start + j}:`.padEnd(1024, 'x')),
-            },
-          })),
-          failure: [],
-        });
-      }
-    };
-    await Promise.all(Array.from({ length: 8 }, worker));
-  });
+  await withMember(dataDir, (client) => loadConfigMaps(client, keys, (i) => Buffer.from(`${i}:`.padEnd(1024, 'x'))));
 }
 const dbBytes = (await stat(join(dataDir, 'member/snap/db'))).size;
 const segments = (await readdir(join(dataDir, 'member/wal'))).filter((n) => n.endsWith('.wal')).length;
