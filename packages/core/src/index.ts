@@ -10,6 +10,7 @@ export * from './common/index.js';
 export * from './etcd/index.js';
 export * from './format/index.js';
 export * from './replay/index.js';
+export * from './restore/index.js';
 export * from './store/index.js';
 export * from './validation/index.js';
 export * from './wal/index.js';

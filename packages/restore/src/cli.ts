@@ -1,9 +1,18 @@
-import { checkLocalDir, checkLocalStore, programArgs, reportUsage, runProgram, storeOption } from '@etcd-steward/core';
-import { REPLAY_METHODS } from './replay-method.js';
-import { checkAndPlan, restore } from './restore.js';
-import { describePlan, formatPlan } from './restore-plan.js';
-import { restoreSettings } from './restore-settings.js';
-import { formatSummary } from './restore-summary.js';
+import {
+  checkAndPlan,
+  checkLocalDir,
+  checkLocalStore,
+  describePlan,
+  formatPlan,
+  formatSummary,
+  programArgs,
+  REPLAY_METHODS,
+  reportUsage,
+  restore,
+  restoreSettings,
+  runProgram,
+  storeOption,
+} from '@etcd-steward/core';
 
 await programArgs('etcd-restore')
   .usage(

@@ -1,5 +1,2 @@
-export { DataDirTarget } from './data-dir.js';
-export * from './replay-method.js';
-export * from './restore.js';
-export * from './restore-plan.js';
-export * from './restore-settings.js';
+// etcd-restore is a command over core's restore library (packages/core/src/restore); it has no API of its own.
+export {};

@@ -9,3 +9,4 @@ export * from './etcd-flags.js';
 export * from './flag-sources.js';
 export * from './local-path.js';
 export * from './program.js';
+export * from './restore-settings.js';

@@ -1,18 +1,13 @@
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import {
-  type ChainReplayResult,
-  type EtcdBinaries,
-  IntegrityError,
-  type Logger,
-  type MemberConfig,
-  OperationError,
-  recordChildPid,
-  type SnapshotChain,
-  type TxnLimits,
-  UnusableFullSnapshotError,
-  UsageError,
-} from '@etcd-steward/core';
+import type { SnapshotChain } from '../backup/snapshot-chain.js';
+import { IntegrityError, OperationError, UsageError } from '../common/errors.js';
+import type { Logger } from '../common/logger.js';
+import type { EtcdBinaries } from '../etcd/etcd-binaries.js';
+import { recordChildPid } from '../etcd/orphan-processes.js';
+import type { MemberConfig } from '../etcd/snapshot-restore-command.js';
+import { type ChainReplayResult, UnusableFullSnapshotError } from '../replay/replay-chain.js';
+import type { TxnLimits } from '../replay/replay-events.js';
 import type { ReplayMethod } from './replay-method.js';
 
 /** Everything the replay needs, as plain data: it crosses into the replay process. */

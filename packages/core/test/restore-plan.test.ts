@@ -1,7 +1,7 @@
 import { LocalStore, OperationError, UsageError } from '@etcd-steward/core';
 import { describe, expect, it } from 'vitest';
 import { ebrStoreDir } from '../../../test/fixtures.js';
-import { describePlan, formatPlan, planRestore } from '../src/restore-plan.js';
+import { describePlan, formatPlan, planRestore } from '../src/restore/restore-plan.js';
 
 const fixture = new LocalStore(ebrStoreDir);
 

@@ -1,22 +1,15 @@
 import { rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import {
-  type ChainReplayResult,
-  dbFileRevision,
-  type EtcdBinaries,
-  errorMessage,
-  findEtcdBinaries,
-  inspectDataDir,
-  type Logger,
-  type MemberConfig,
-  OperationError,
-  openStore,
-  runSnapshotRestore,
-  type SnapshotChain,
-  silentLogger,
-  type TxnLimits,
-  UnusableFullSnapshotError,
-} from '@etcd-steward/core';
+import type { SnapshotChain } from '../backup/snapshot-chain.js';
+import { dbFileRevision } from '../bbolt/db-file-revision.js';
+import { errorMessage, OperationError } from '../common/errors.js';
+import { type Logger, silentLogger } from '../common/logger.js';
+import { type EtcdBinaries, findEtcdBinaries } from '../etcd/etcd-binaries.js';
+import { inspectDataDir } from '../etcd/snapshot-inspection.js';
+import { type MemberConfig, runSnapshotRestore } from '../etcd/snapshot-restore-command.js';
+import { type ChainReplayResult, UnusableFullSnapshotError } from '../replay/replay-chain.js';
+import type { TxnLimits } from '../replay/replay-events.js';
+import { openStore } from '../store/location.js';
 import { DataDirTarget } from './data-dir.js';
 import { replayInChild } from './isolated-replay.js';
 import type { ReplayMethod } from './replay-method.js';

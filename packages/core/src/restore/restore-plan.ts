@@ -1,16 +1,10 @@
-import {
-  type CatalogEntry,
-  type ChainTarget,
-  formatBytes,
-  formatRfc3339Nanos,
-  listSnapshots,
-  OperationError,
-  planChains,
-  type SnapStore,
-  type SnapshotChain,
-  TimeCut,
-  UsageError,
-} from '@etcd-steward/core';
+import { type CatalogEntry, listSnapshots } from '../backup/snapshot-catalog.js';
+import { type ChainTarget, planChains, type SnapshotChain } from '../backup/snapshot-chain.js';
+import { TimeCut } from '../backup/time-cut.js';
+import { OperationError, UsageError } from '../common/errors.js';
+import { formatBytes } from '../common/format-bytes.js';
+import { formatRfc3339Nanos } from '../format/event-time.js';
+import type { SnapStore } from '../store/snapstore.js';
 
 /** What the user asked to restore. */
 export interface RestoreRequest {

@@ -1,12 +1,10 @@
-import {
-  clusterMembers,
-  DEFAULT_REPLAYED_LEASE_TTL,
-  flagGiven,
-  parseRfc3339Nanos,
-  UsageError,
-} from '@etcd-steward/core';
-import type { ReplayMethod } from './replay-method.js';
-import type { RestoreOptions } from './restore.js';
+import { UsageError } from '../common/errors.js';
+import { clusterMembers } from '../etcd/snapshot-restore-command.js';
+import { parseRfc3339Nanos } from '../format/event-time.js';
+import { DEFAULT_REPLAYED_LEASE_TTL } from '../replay/replay-events.js';
+import type { ReplayMethod } from '../restore/replay-method.js';
+import type { RestoreOptions } from '../restore/restore.js';
+import { flagGiven } from './flag-sources.js';
 
 const PEER_URL = /^https?:\/\/[^/\s]+/;
 

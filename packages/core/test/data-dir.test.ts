@@ -2,7 +2,7 @@ import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { tempDir } from '../../../test/temp-dir.js';
-import { DataDirTarget } from '../src/data-dir.js';
+import { DataDirTarget } from '../src/restore/data-dir.js';
 
 /** What the file system was asked to do, in order: renames (by destination) and syncs (by path). */
 const calls: string[] = [];

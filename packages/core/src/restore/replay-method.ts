@@ -1,11 +1,8 @@
-import {
-  DirectReplayEngine,
-  type EtcdBinaries,
-  GrpcReplayEngine,
-  type Logger,
-  type ReplayEngine,
-  type TxnLimits,
-} from '@etcd-steward/core/replay';
+import type { Logger } from '../common/logger.js';
+import type { EtcdBinaries } from '../etcd/etcd-binaries.js';
+import { DirectReplayEngine } from '../replay/direct-replay-engine.js';
+import type { ReplayEngine } from '../replay/replay-engine.js';
+import { GrpcReplayEngine, type TxnLimits } from '../replay/replay-events.js';
 
 /**
  * How deltas are replayed. Both produce the same data — identical rows in etcd's `key` bucket — which the

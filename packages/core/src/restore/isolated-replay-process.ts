@@ -1,4 +1,7 @@
-import { type ChainReplayResult, errorMessage, type Logger, openStore, replayChain } from '@etcd-steward/core/replay';
+import { errorMessage } from '../common/errors.js';
+import type { Logger } from '../common/logger.js';
+import { type ChainReplayResult, replayChain } from '../replay/replay-chain.js';
+import { openStore } from '../store/location.js';
 import type { ChildMessage, IsolatedReplayRequest } from './isolated-replay.js';
 import { createReplayEngine } from './replay-method.js';
 

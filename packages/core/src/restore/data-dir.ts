@@ -1,6 +1,8 @@
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
-import { fsyncPath, killRecordedChildren, UsageError } from '@etcd-steward/core';
+import { UsageError } from '../common/errors.js';
+import { fsyncPath } from '../common/fsync-path.js';
+import { killRecordedChildren } from '../etcd/orphan-processes.js';
 
 /**
  * The target data dir and its scratch siblings. Work happens in `<data-dir>.restoring` beside the target,

@@ -1,4 +1,4 @@
-import { formatBytes } from '@etcd-steward/core';
+import { formatBytes } from '../common/format-bytes.js';
 import type { RestoreResult } from './restore.js';
 
 /** The final lines a person reads: what was restored, from what, what was lost or skipped, and what it cost. */

@@ -1,6 +1,6 @@
 import { UsageError } from '@etcd-steward/core';
 import { describe, expect, it } from 'vitest';
-import { type RestoreArgs, restoreSettings } from '../src/restore-settings.js';
+import { type RestoreArgs, restoreSettings } from '../src/cli/restore-settings.js';
 
 const base: RestoreArgs = {
   'data-dir': '/var/lib/etcd',
