@@ -5,6 +5,7 @@
 
 export * from './backup/index.js';
 export * from './bbolt/index.js';
+export * from './bootstrap/index.js';
 export * from './cli/index.js';
 export * from './common/index.js';
 export * from './etcd/index.js';

@@ -5,6 +5,7 @@ import {
   describePlan,
   formatPlan,
   formatSummary,
+  memberOptions,
   programArgs,
   REPLAY_METHODS,
   reportUsage,
@@ -22,7 +23,7 @@ await programArgs('etcd-restore')
     '$0',
     false,
     (y) =>
-      storeOption(y)
+      memberOptions(storeOption(y))
         .option('data-dir', {
           type: 'string',
           demandOption: true,
@@ -71,21 +72,6 @@ await programArgs('etcd-restore')
           default: 3600,
           describe:
             'TTL in seconds for leases the deltas use but the full snapshot lacks (the deltas do not record it)',
-        })
-        .option('name', { type: 'string', default: 'default', describe: 'Member name, as etcd --name' })
-        .option('initial-cluster', {
-          type: 'string',
-          describe: 'name=peerURL,... as etcd --initial-cluster (default: <name>=<initial-advertise-peer-urls>)',
-        })
-        .option('initial-cluster-token', {
-          type: 'string',
-          default: 'etcd-cluster',
-          describe: 'As etcd --initial-cluster-token',
-        })
-        .option('initial-advertise-peer-urls', {
-          type: 'string',
-          default: 'http://localhost:2380',
-          describe: "This member's peer URLs, as etcd --initial-advertise-peer-urls",
         })
         .option('etcd-bin-dir', { type: 'string', describe: 'Where etcd and etcdutl/etcdctl are (default: PATH)' })
         .example('$0 --store file:///var/backups/etcd --data-dir /var/lib/etcd', 'the newest state')

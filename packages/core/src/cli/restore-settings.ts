@@ -1,5 +1,6 @@
+import type { Argv } from 'yargs';
 import { UsageError } from '../common/errors.js';
-import { clusterMembers } from '../etcd/snapshot-restore-command.js';
+import { clusterMembers, type MemberConfig } from '../etcd/snapshot-restore-command.js';
 import { parseRfc3339Nanos } from '../format/event-time.js';
 import { DEFAULT_REPLAYED_LEASE_TTL } from '../replay/replay-events.js';
 import type { ReplayMethod } from '../restore/replay-method.js';
@@ -8,8 +9,64 @@ import { flagGiven } from './flag-sources.js';
 
 const PEER_URL = /^https?:\/\/[^/\s]+/;
 
+/** The member flags etcd-restore and etcd-validate bootstrap share, as etcd names them. */
+export function memberOptions<T>(y: Argv<T>) {
+  return y
+    .option('name', { type: 'string', default: 'default', describe: 'Member name, as etcd --name' })
+    .option('initial-cluster', {
+      type: 'string',
+      describe: 'name=peerURL,... as etcd --initial-cluster (default: <name>=<initial-advertise-peer-urls>)',
+    })
+    .option('initial-cluster-token', {
+      type: 'string',
+      default: 'etcd-cluster',
+      describe: 'As etcd --initial-cluster-token',
+    })
+    .option('initial-advertise-peer-urls', {
+      type: 'string',
+      default: 'http://localhost:2380',
+      describe: "This member's peer URLs, as etcd --initial-advertise-peer-urls",
+    });
+}
+
+/** The member flags as yargs parsed them. */
+export interface MemberArgs {
+  name: string;
+  'initial-cluster'?: string;
+  'initial-cluster-token': string;
+  'initial-advertise-peer-urls': string;
+}
+
+/** The member flags checked together; a misuse is a UsageError (exit 2). */
+export function memberSettings(args: MemberArgs): MemberConfig {
+  const name = args.name;
+  if (!name.trim()) throw new UsageError('--name is empty: give the member name, as etcd --name');
+  const peerUrls = args['initial-advertise-peer-urls'];
+  if (peerUrls.split(',').some((url) => !PEER_URL.test(url.trim()))) {
+    throw new UsageError(
+      `${flagGiven(args, 'initial-advertise-peer-urls', peerUrls)} must be http(s)://host:port[,...], as etcd takes it`,
+    );
+  }
+  const initialCluster = args['initial-cluster'] ?? `${name}=${peerUrls}`;
+  const members = clusterMembers(initialCluster);
+  if (members.length === 0 || members.some((m) => !m.name || !PEER_URL.test(m.url))) {
+    throw new UsageError(
+      `${flagGiven(args, 'initial-cluster', initialCluster)} must be name=http(s)://host:port,... as etcd takes it`,
+    );
+  }
+  if (!members.some((m) => m.name === name)) {
+    throw new UsageError(`--initial-cluster does not name this member (--name ${name}): add ${name}=<its peer URL>`);
+  }
+  return {
+    name,
+    initialCluster,
+    initialClusterToken: args['initial-cluster-token'],
+    initialAdvertisePeerUrls: args['initial-advertise-peer-urls'],
+  };
+}
+
 /** The command line as yargs parsed it (only what restore reads). */
-export interface RestoreArgs {
+export interface RestoreArgs extends MemberArgs {
   'data-dir': string;
   force: boolean;
   snapshot?: string;
@@ -21,10 +78,6 @@ export interface RestoreArgs {
   'max-txn-ops': number;
   'max-request-bytes': number;
   'lease-ttl'?: number;
-  name: string;
-  'initial-cluster'?: string;
-  'initial-cluster-token': string;
-  'initial-advertise-peer-urls': string;
   'etcd-bin-dir'?: string;
 }
 
@@ -52,24 +105,6 @@ export function restoreSettings(args: RestoreArgs): Omit<RestoreOptions, 'store'
     }
     return value;
   };
-  const name = args.name;
-  if (!name.trim()) throw new UsageError('--name is empty: give the member name, as etcd --name');
-  const peerUrls = args['initial-advertise-peer-urls'];
-  if (peerUrls.split(',').some((url) => !PEER_URL.test(url.trim()))) {
-    throw new UsageError(
-      `${flagGiven(args, 'initial-advertise-peer-urls', peerUrls)} must be http(s)://host:port[,...], as etcd takes it`,
-    );
-  }
-  const initialCluster = args['initial-cluster'] ?? `${name}=${peerUrls}`;
-  const members = clusterMembers(initialCluster);
-  if (members.length === 0 || members.some((m) => !m.name || !PEER_URL.test(m.url))) {
-    throw new UsageError(
-      `${flagGiven(args, 'initial-cluster', initialCluster)} must be name=http(s)://host:port,... as etcd takes it`,
-    );
-  }
-  if (!members.some((m) => m.name === name)) {
-    throw new UsageError(`--initial-cluster does not name this member (--name ${name}): add ${name}=<its peer URL>`);
-  }
   return {
     dataDir: args['data-dir'],
     force: args.force,
@@ -85,12 +120,7 @@ export function restoreSettings(args: RestoreArgs): Omit<RestoreOptions, 'store'
       maxRequestBytes: count('max-request-bytes', args['max-request-bytes'], 1024, 2 ** 31 - 1),
     },
     leaseTtl: count('lease-ttl', args['lease-ttl'] ?? DEFAULT_REPLAYED_LEASE_TTL, 1, 9_000_000_000),
-    member: {
-      name,
-      initialCluster,
-      initialClusterToken: args['initial-cluster-token'],
-      initialAdvertisePeerUrls: args['initial-advertise-peer-urls'],
-    },
+    member: memberSettings(args),
     etcdBinDir: args['etcd-bin-dir'],
   };
 }

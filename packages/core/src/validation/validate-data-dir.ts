@@ -21,6 +21,8 @@ export interface ValidateOptions {
   failBelowRevision?: number;
   /** A db this many revisions ahead of the store's newest snapshot gets a warning. */
   maxRevisionsAhead: number;
+  /** Write nothing, not even a missing safe_guard (bootstrap's dry run). */
+  readOnly?: boolean;
 }
 
 /** Stops the checks with a verdict other than valid. */
@@ -53,7 +55,7 @@ export async function validateDataDir(options: ValidateOptions): Promise<DataDir
   const facts: Partial<DataDirReport> = {};
   // Opened first, so that a store configured wrong is bad usage before any check runs; one that cannot be
   // reached matters only if the data is otherwise sound.
-  const store = options.store === undefined ? undefined : await openForCheck(options.store);
+  const store = options.store === undefined ? undefined : await openStoreForCheck(options.store);
   if ((await stat(dataDir).catch(() => undefined))?.isFile()) {
     throw new UsageError(`--data-dir ${dataDir} is a file; give etcd's data dir (a folder)`);
   }
@@ -96,14 +98,16 @@ export async function validateDataDir(options: ValidateOptions): Promise<DataDir
 }
 
 async function checkVolume(options: ValidateOptions, findings: Finding[]): Promise<void> {
-  const guard = await checkSafeGuard(options.dataDir, options.namespace).catch((err) => {
-    if (err instanceof UsageError) throw err;
-    throw new Decided('cannot-decide', {
-      check: 'safe-guard',
-      severity: 'problem',
-      message: `cannot read the safe_guard file beside ${options.dataDir}: ${errorMessage(err)}`,
-    });
-  });
+  const guard = await checkSafeGuard(options.dataDir, options.namespace, { readOnly: options.readOnly }).catch(
+    (err) => {
+      if (err instanceof UsageError) throw err;
+      throw new Decided('cannot-decide', {
+        check: 'safe-guard',
+        severity: 'problem',
+        message: `cannot read the safe_guard file beside ${options.dataDir}: ${errorMessage(err)}`,
+      });
+    },
+  );
   if (guard.status === 'no-namespace') {
     findings.push({
       check: 'safe-guard',
@@ -221,7 +225,7 @@ function unreadable(err: unknown): boolean {
 }
 
 /** The store, or why it could not be reached: a down or unreachable server, not a wrong setting. */
-async function openForCheck(url: string): Promise<SnapStore | { unreachable: unknown }> {
+export async function openStoreForCheck(url: string): Promise<SnapStore | { unreachable: unknown }> {
   try {
     return await openStore(url);
   } catch (err) {

@@ -1,0 +1,54 @@
+import { errorMessage } from '../common/errors.js';
+import type { EtcdConnection } from '../etcd/etcd-client.js';
+import { etcdAuthToken } from '../etcd/etcd-grpc.js';
+import { type EtcdMember, memberList } from '../etcd/etcd-members.js';
+import { memberStatus } from '../etcd/etcd-status.js';
+import type { MemberConfig } from '../etcd/snapshot-restore-command.js';
+
+/** What the other members say, through their client URLs (`--endpoints`). */
+export type ClusterState =
+  | {
+      state: 'quorum';
+      /** The member that answered with a leader: membership changes go through it. */
+      endpoint: string;
+      token?: string;
+      members: EtcdMember[];
+    }
+  /** Some answered, but none has a leader: a membership change cannot commit. */
+  | { state: 'no-quorum'; answered: string[] }
+  /** None answered: the whole cluster is down (or lost). */
+  | { state: 'unreachable'; failures: string[] };
+
+/**
+ * Asks each endpoint for its status until one reports a leader: a member with a leader is in the majority
+ * (raft elects none without one), so a membership change sent to it can commit.
+ */
+export async function probeCluster(conn: EtcdConnection, timeoutMs = 5_000): Promise<ClusterState> {
+  const answered: string[] = [];
+  const failures: string[] = [];
+  for (const endpoint of conn.endpoints) {
+    try {
+      const token = await etcdAuthToken(conn, endpoint);
+      const status = await memberStatus(conn, { endpoint, token, timeoutMs });
+      answered.push(endpoint);
+      if (status.leader === '0') continue;
+      return { state: 'quorum', endpoint, token, members: await memberList(conn, { endpoint, token, timeoutMs }) };
+    } catch (err) {
+      failures.push(errorMessage(err));
+    }
+  }
+  return answered.length > 0 ? { state: 'no-quorum', answered } : { state: 'unreachable', failures };
+}
+
+/** What names a member in a member list. */
+export type MemberIdentity = Pick<MemberConfig, 'name' | 'initialAdvertisePeerUrls'>;
+
+/** This member in a member list: by name, or (a learner that never started has none) by a peer URL. */
+export function findMember(members: EtcdMember[], member: MemberIdentity): EtcdMember | undefined {
+  const peers = peerUrlsOf(member);
+  return members.find((m) => (m.name !== '' && m.name === member.name) || m.peerUrls.some((u) => peers.includes(u)));
+}
+
+export function peerUrlsOf(member: MemberIdentity): string[] {
+  return member.initialAdvertisePeerUrls.split(',').map((u) => u.trim());
+}
