@@ -67,10 +67,6 @@ describe('etcd-snapshot run (sidecar as a process, real etcd, steady writes)', (
       expect((await fetch(`${url}/snapshot/full?final=maybe`)).status).toBe(400);
       expect((await fetch(`${url}/snapshot/full?path=/etc/passwd`)).status).toBe(400);
       expect((await fetch(`${url}/../../etc/passwd`)).status).toBe(404);
-      expect(await (await fetch(`${url}/initialization/status`)).text()).toBe('New');
-      expect((await fetch(`${url}/initialization/start?mode=sanity&failbelowrevision=12`)).status).toBe(200);
-      expect(await (await fetch(`${url}/initialization/status`)).text()).toBe('Successful');
-      expect(await (await fetch(`${url}/initialization/status`)).text()).toBe('New');
       const metrics = await (await fetch(`${url}/metrics`)).text();
       for (const name of [
         'etcdbr_snapshot_duration_seconds',

@@ -38,6 +38,11 @@ it.each([
   [['--temp-dir', '/proc/etcd-snapshot-tmp'], /--temp-dir \/proc\/etcd-snapshot-tmp is under \/proc/],
   [['--store', 'file:///sys/etcd-backups'], /--store \/sys\/etcd-backups is under \/sys/],
   [['--store'], /--store needs a value/],
+  [
+    ['--data-dir', '/tmp/etcd-data', '--name', 'a', '--initial-cluster', 'a=http://127.0.0.1:1,b=http://127.0.0.1:2'],
+    /the sidecar's initialization restores a single member only/,
+  ],
+  [['--data-dir', '/proc/etcd-data'], /--data-dir \/proc\/etcd-data is under \/proc/],
   [['--no-such-flag'], /unknown argument --no-such-flag/],
   [['--spool_dir', '/tmp/x'], /unknown argument --spool_dir \(did you mean --spool-dir\?\)/],
 ])('run %j: a one-line error and exit 2 before any work', async (args, message) => {

@@ -1,28 +1,58 @@
-import { errorMessage, type Logger } from '@etcd-steward/core';
+import {
+  bootstrap,
+  type EtcdConnection,
+  errorMessage,
+  type Logger,
+  type MemberConfig,
+  memberStatus,
+  OperationError,
+  UsageError,
+  type ValidationMode,
+} from '@etcd-steward/core';
 import type { Component, ComponentContext, Route } from './components.js';
 
 /** ebr's initialization states, as /initialization/status answers them (plain text). */
 export type InitializationStatus = 'New' | 'Progress' | 'Successful' | 'Failed';
 
-export type ValidationMode = 'full' | 'sanity';
-
 /** Checks (and if need be restores) etcd's data dir before etcd starts. */
 export type Initializer = (mode: ValidationMode, failBelowRevision?: number) => Promise<void>;
 
 /**
- * Data-dir validation is etcd-validate's job, run as an init container before etcd starts; the sidecar does
- * not validate. Until etcd-validate can be called from here, a start request reports success at once, so
- * that etcd-wrapper (which polls these endpoints before it starts etcd) goes on. See docs/sidecar.md.
+ * ebr's initializer, as etcd-validate bootstrap does it for a single member (docs/validate.md, Bootstrap): the
+ * data dir checked in the mode asked, and when it is bad, moved aside and restored from the store. It fails
+ * (so etcd-wrapper does not start etcd) when the data is bad and cannot be restored, when there is no
+ * --data-dir to check, and when etcd already runs: a running etcd's data dir must not be checked or replaced.
  */
-export const delegatedInitializer =
-  (logger: Logger): Initializer =>
-  async (mode) => {
-    logger.warn(
-      "initialization requested, but data-dir validation is etcd-validate's job (an init container); reporting Successful",
-      {
-        mode,
-      },
+export const bootstrapInitializer =
+  (
+    options: { initialization?: { dataDir: string; member: MemberConfig }; store: string; connection: EtcdConnection },
+    logger: Logger,
+  ): Initializer =>
+  async (mode, failBelowRevision) => {
+    if (!options.initialization) {
+      throw new UsageError(
+        "the sidecar has no --data-dir: give it etcd's data dir so that initialization can check it",
+      );
+    }
+    const running = await memberStatus(options.connection, { timeoutMs: 1_000 }).then(
+      () => true,
+      () => false,
     );
+    if (running) {
+      throw new OperationError(
+        `etcd answers at ${options.connection.endpoints[0]}: initialization checks the data dir before etcd starts, not while it runs`,
+      );
+    }
+    const result = await bootstrap({
+      ...options.initialization,
+      store: options.store,
+      mode,
+      failBelowRevision,
+      namespace: process.env.POD_NAMESPACE,
+      logger,
+    });
+    if (result.exitCode !== 0) throw new OperationError(`etcd must not start (${result.case}): ${result.reason}`);
+    logger.info('initialization done', { case: result.case, steps: result.steps });
   };
 
 /**

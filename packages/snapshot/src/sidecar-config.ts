@@ -5,11 +5,16 @@ import {
   type CompressionPolicy,
   checkLocalDir,
   checkLocalStore,
+  clusterMembers,
   type EtcdArgs,
   type EtcdConnection,
   etcdConnection,
   etcdOptions,
   flagGiven,
+  type MemberArgs,
+  type MemberConfig,
+  memberOptions,
+  memberSettings,
   parseStoreUrl,
   storeOption,
   UsageError,
@@ -41,6 +46,8 @@ export interface SidecarConfig {
   /** A new leader waits this long before it writes: the old leader's last upload has ended by then. */
   handoverDelayMs: number;
   snapshotter: boolean;
+  /** What /initialization/start checks and, if need be, restores; undefined without --data-dir. */
+  initialization?: { dataDir: string; member: MemberConfig };
   /** A new leader aborts multipart uploads begun longer ago than this (what killed writers left). */
   incompleteUploadMaxAgeMs: number;
   /** Undefined with --no-server. */
@@ -57,7 +64,12 @@ export interface SidecarConfig {
 const LEADER_STEP_DOWN_MS = 2_000;
 
 export function sidecarOptions<T>(y: Argv<T>) {
-  return storeOption(etcdOptions(y))
+  return memberOptions(storeOption(etcdOptions(y)))
+    .option('data-dir', {
+      type: 'string',
+      describe:
+        "etcd's data dir, as ebr's --data-dir: /initialization/start checks it and, when it is bad, restores it from --store for the member the member flags describe (a single member). Without it, initialization answers Failed",
+    })
     .option('compression', {
       choices: COMPRESSION_POLICIES,
       default: 'zstd' as CompressionPolicy,
@@ -138,8 +150,9 @@ export function sidecarOptions<T>(y: Argv<T>) {
 }
 
 /** The parsed flags, as sidecarOptions declares them. */
-export interface SidecarArgs extends EtcdArgs {
+export interface SidecarArgs extends EtcdArgs, MemberArgs {
   store: string;
+  'data-dir'?: string;
   compression: CompressionPolicy;
   schedule: string;
   'delta-snapshot-period': string;
@@ -202,9 +215,23 @@ export async function sidecarConfig(args: SidecarArgs): Promise<SidecarConfig> {
     reelectionPeriodMs,
     handoverDelayMs: deltaUploadTimeoutMs + reelectionPeriodMs + LEADER_STEP_DOWN_MS,
     snapshotter: args.snapshotter,
+    initialization: await initializationConfig(args),
     incompleteUploadMaxAgeMs: parseDuration(args['incomplete-upload-max-age'], 'incomplete-upload-max-age'),
     server: args.server ? await serverConfig(args) : undefined,
   };
+}
+
+async function initializationConfig(args: SidecarArgs): Promise<SidecarConfig['initialization']> {
+  const dataDir = args['data-dir'];
+  if (dataDir === undefined) return undefined;
+  const member = memberSettings(args);
+  if (clusterMembers(member.initialCluster).length > 1) {
+    throw new UsageError(
+      "--initial-cluster names several members: the sidecar's initialization restores a single member only; run etcd-validate bootstrap as the init container instead (it rejoins a cluster), and leave --data-dir off here",
+    );
+  }
+  await checkLocalDir(dataDir, '--data-dir');
+  return { dataDir, member };
 }
 
 async function serverConfig(args: SidecarArgs): Promise<SidecarConfig['server']> {

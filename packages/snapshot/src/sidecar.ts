@@ -5,7 +5,7 @@ import type { Logger } from '@etcd-steward/core';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { type Component, type ComponentContext, startAll, stopAll } from './components.js';
 import { HttpServer } from './http-server.js';
-import { delegatedInitializer, Initialization } from './initialization.js';
+import { bootstrapInitializer, Initialization } from './initialization.js';
 import { openSidecarStore } from './late-store.js';
 import { LeaderForward } from './leader-forward.js';
 import { Leadership } from './leadership.js';
@@ -67,7 +67,7 @@ export async function runSidecar(config: SidecarConfig, { logger, signal }: { lo
       ),
     );
   }
-  components.push(new Initialization(delegatedInitializer(logger), context));
+  components.push(new Initialization(bootstrapInitializer({ ...config, store: config.storeUrl }, logger), context));
   if (config.server) {
     const routes = components.flatMap((c) => c.routes ?? []);
     const healthy = () => components.every((c) => c.healthy?.() ?? true);

@@ -1,0 +1,153 @@
+import { closeSync, openSync } from 'node:fs';
+import { cp, mkdir, open, readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  BboltReader,
+  freePort,
+  type KeyspaceFingerprint,
+  keyspaceFingerprint,
+  LocalStore,
+  takeFullSnapshot,
+} from '@etcd-steward/core';
+import { withMember, writeWorkload } from '@etcd-steward/testing';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { runProgram } from './run-program.js';
+import { type SidecarProcess, startSidecar, waitFor } from './sidecar-helpers.js';
+import { tempDir } from './temp-dir.js';
+
+/**
+ * The sidecar's /initialization/start and /status run bootstrap for one member, as etcd-wrapper asks for them
+ * before it starts etcd (so no etcd runs here): a db with a flipped byte in a leaf page passes the sanity check
+ * and fails the full one; with nothing in the store a failed check is Failed, with a backup it is restored.
+ */
+describe('the sidecar initializes the data dir (etcd-snapshot run, no etcd running)', () => {
+  const path = tempDir('sidecar-initialization-');
+  let stored: KeyspaceFingerprint;
+  let sidecar: SidecarProcess | undefined;
+
+  beforeAll(async () => {
+    stored = await withMember(path('good', 'data'), async (client, endpoint) => {
+      await writeWorkload(client, { keys: 400, valueSize: 200 });
+      await takeFullSnapshot({
+        connection: { endpoints: [endpoint] },
+        store: new LocalStore(path('store')),
+        compression: 'none',
+        tempDir: path(),
+      });
+      return keyspaceFingerprint(client);
+    });
+    await mkdir(path('empty-store'));
+  });
+
+  afterEach(async () => {
+    await sidecar?.stop();
+    sidecar = undefined;
+  });
+
+  /** A copy of the data dir whose leftmost leaf of the `key` bucket has its first key's top byte flipped. */
+  async function leafDamaged(name: string): Promise<string> {
+    const dataDir = path(name, 'data');
+    await cp(path('good', 'data'), dataDir, { recursive: true });
+    const db = join(dataDir, 'member/snap/db');
+    const fd = openSync(db, 'r');
+    let leafStart: number;
+    try {
+      const reader = new BboltReader(fd);
+      const key = reader.buckets().get('key');
+      if (!key || key.root === 0) throw new Error('the key bucket should span pages');
+      leafStart = reader.leafRefs(key.root).pgid(0) * reader.meta.pageSize;
+    } finally {
+      closeSync(fd);
+    }
+    const handle = await open(db, 'r+');
+    try {
+      const page = Buffer.alloc(64);
+      await handle.read(page, 0, 64, leafStart);
+      const at = leafStart + 16 + page.readUInt32LE(16 + 4);
+      const byte = Buffer.alloc(1);
+      await handle.read(byte, 0, 1, at);
+      byte[0] ^= 0xff;
+      await handle.write(byte, 0, 1, at);
+    } finally {
+      await handle.close();
+    }
+    return dataDir;
+  }
+
+  async function start(name: string, store: string, args: string[]): Promise<SidecarProcess> {
+    sidecar = await startSidecar({
+      endpoint: `http://127.0.0.1:${await freePort()}`, // etcd-wrapper has not started etcd yet
+      store: `file://${store}`,
+      dir: path(name, 'sidecar'),
+      args: ['--no-snapshotter', ...args],
+    });
+    return sidecar;
+  }
+
+  /** Starts an initialization and waits for its outcome, as etcd-wrapper polls for it. */
+  async function initialize(url: string, query: string): Promise<string> {
+    expect((await fetch(`${url}/initialization/start?${query}`)).status).toBe(200);
+    return waitFor(
+      'the initialization to end',
+      async () => {
+        const status = await (await fetch(`${url}/initialization/status`)).text();
+        return status !== 'Progress' && status;
+      },
+      120_000,
+    );
+  }
+
+  it('with nothing in the store: sanity passes the damaged leaf (Successful), full finds it and cannot restore (Failed)', async () => {
+    const dataDir = await leafDamaged('no-backup');
+    const damaged = await readFile(join(dataDir, 'member/snap/db'));
+    const { url } = await start('no-backup', path('empty-store'), ['--data-dir', dataDir]);
+    expect(await (await fetch(`${url}/initialization/status`)).text()).toBe('New');
+    expect(await initialize(url, 'mode=sanity')).toBe('Successful');
+    expect(await (await fetch(`${url}/initialization/status`)).text()).toBe('New');
+    expect(await initialize(url, 'mode=full')).toBe('Failed');
+    expect(await readFile(join(dataDir, 'member/snap/db'))).toEqual(damaged);
+    expect((await readdir(path('no-backup'))).sort()).toEqual(['data', 'sidecar']);
+    expect(await sidecar?.log()).toMatch(/etcd must not start \(no-backup\)/);
+  });
+
+  it('with a backup: full mode moves the damaged data aside, restores it, then Successful', async () => {
+    const dataDir = await leafDamaged('restore');
+    const { url } = await start('restore', path('store'), ['--data-dir', dataDir]);
+    expect(await initialize(url, 'mode=full')).toBe('Successful');
+    const aside = (await readdir(path('restore'))).filter((n) => n.startsWith('data.bad-'));
+    expect(aside).toHaveLength(1);
+    const check = await runProgram(
+      'etcd-validate',
+      ['check', '--data-dir', dataDir, '--mode', 'full', '--output', 'json'],
+      {
+        POD_NAMESPACE: '',
+      },
+    );
+    expect(check.code).toBe(0);
+    expect(JSON.parse(check.stdout).db.revision).toBe(stored.revision);
+    // A sound data dir now: asked again, nothing more is done.
+    expect(await initialize(url, `mode=full&failbelowrevision=${stored.revision}`)).toBe('Successful');
+    expect((await readdir(path('restore'))).filter((n) => n.startsWith('data.bad-'))).toEqual(aside);
+  });
+
+  it('while etcd runs on the data dir: Failed, and the data dir is left to etcd', async () => {
+    const dataDir = await leafDamaged('running');
+    await withMember(dataDir, async (_client, endpoint) => {
+      sidecar = await startSidecar({
+        endpoint,
+        store: `file://${path('store')}`,
+        dir: path('running', 'sidecar'),
+        args: ['--no-snapshotter', '--data-dir', dataDir],
+      });
+      expect(await initialize(sidecar.url, 'mode=full')).toBe('Failed');
+      expect(await sidecar.log()).toMatch(/etcd answers at .*not while it runs/);
+    });
+    expect((await readdir(path('running'))).filter((n) => n.startsWith('data.bad-'))).toEqual([]);
+  });
+
+  it('without --data-dir there is nothing to check: Failed', async () => {
+    const { url } = await start('no-data-dir', path('store'), []);
+    expect(await initialize(url, 'mode=sanity')).toBe('Failed');
+    expect(await sidecar?.log()).toMatch(/no --data-dir/);
+  });
+});
