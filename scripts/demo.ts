@@ -1,7 +1,8 @@
 // The demo README points to: a throwaway etcd and a local-directory store; a full snapshot, the sidecar
-// writing delta snapshots while writes go on, then break the data dir, restore full + deltas, verify.
+// writing delta snapshots while writes go on, then break the data dir (etcd-validate: restore needed), restore
+// full + deltas (etcd-validate: valid), verify.
 // Runs the real programs as a user would. Run through scripts/demo, which sets up and builds first.
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -12,9 +13,11 @@ import { startCluster, writeWorkload } from '@etcd-steward/testing';
 const root = new URL('..', import.meta.url).pathname;
 const step = (text: string) => console.log(`\n==> ${text}`);
 const bin = (name: string) => join(root, `packages/${name.replace('etcd-', '')}/bin/${name}.js`);
-const program = (name: string, args: string[]) => {
+/** Runs a program; one whose exit code is a verdict (etcd-validate) may end with `expectedCode`. */
+const program = (name: string, args: string[], expectedCode = 0) => {
   console.log(`$ ${name} ${args.join(' ')}`);
-  execFileSync(process.execPath, [bin(name), ...args], { stdio: ['ignore', 'inherit', 'inherit'] });
+  const run = spawnSync(process.execPath, [bin(name), ...args], { stdio: ['ignore', 'inherit', 'inherit'] });
+  if (run.status !== expectedCode) throw new Error(`${name} exited with ${run.status}, not ${expectedCode}`);
 };
 const describe = (f: { keys: number; revision: number; sha256: string }) =>
   `${f.keys} keys at revision ${f.revision}, fingerprint ${f.sha256.slice(0, 16)}…`;
@@ -52,9 +55,11 @@ try {
   await member.stop();
   await rm(member.dataDir, { recursive: true, force: true });
   console.log(`deleted ${member.dataDir}`);
+  program('etcd-validate', ['check', '--data-dir', member.dataDir, '--store', store], 3); // 3: restore needed
 
   step('restoring the data dir from the store: the full snapshot, then the deltas after it');
   program('etcd-restore', ['--store', store, '--data-dir', member.dataDir, '--name', member.name]);
+  program('etcd-validate', ['check', '--data-dir', member.dataDir, '--store', store, '--mode', 'full']);
 
   step('starting etcd on the restored data dir and comparing keyspaces');
   restored = await EtcdProcess.start({
