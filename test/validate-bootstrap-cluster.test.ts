@@ -1,5 +1,5 @@
 import { readdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import {
   type BootstrapResult,
   createEtcdClient,
@@ -9,6 +9,7 @@ import {
   keyspaceFingerprint,
   LocalStore,
   memberList,
+  memberRemove,
   memberStatus,
   takeFullSnapshot,
 } from '@etcd-steward/core';
@@ -44,6 +45,14 @@ describe('etcd-validate bootstrap (the built program, a 3-member cluster)', () =
     await Promise.all(started.map((m) => m.stop()));
     await cluster?.stop();
   });
+
+  async function waitUntil(what: string, done: () => Promise<boolean>): Promise<void> {
+    const deadline = Date.now() + 30_000;
+    while (!(await done())) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
 
   async function bootstrap(member: EtcdProcess, dataDir: string, endpoints: string[], args: string[] = []) {
     const res = await runProgram(
@@ -139,6 +148,33 @@ describe('etcd-validate bootstrap (the built program, a 3-member cluster)', () =
     )) {
       expect(status.leader).not.toBe('0');
     }
+  });
+
+  it('row rejoin: sound data of a member the cluster no longer lists is moved aside, and the member added back as a learner', async () => {
+    const [m0, m1] = cluster.members;
+    await m1.stop();
+    const listed = await memberList({ endpoints: [m0.clientUrl] });
+    const id = listed.find((m) => m.name === 'm1')?.id ?? '';
+    await waitUntil('etcd to allow removing m1', () =>
+      memberRemove({ endpoints: [m0.clientUrl] }, id).then(
+        () => true,
+        (err) => {
+          if (!/not enough started members|unhealthy cluster/.test(String(err))) throw err;
+          return false;
+        },
+      ),
+    );
+    const { code, result, stderr } = await bootstrap(m1, m1.dataDir, [m0.clientUrl, started[0].clientUrl]);
+    expect(code, stderr).toBe(0);
+    expect(result?.case).toBe('rejoin');
+    expect(result?.reason).toMatch(/the cluster no longer lists this member/);
+    expect(result?.movedAside).toMatch(/m1\.bad-/);
+    expect((await readdir(cluster.dir)).filter((n) => n.startsWith('m1')).sort()).toEqual([
+      basename(result?.movedAside ?? ''),
+      'm1.log',
+    ]);
+    const after = await memberList({ endpoints: [m0.clientUrl] });
+    expect(after.filter((m) => m.isLearner).map((m) => m.peerUrls)).toEqual([[m1.peerUrl]]);
   });
 
   it('row restore-new-cluster: no member answers and the store has data: each member restores, and they form a new cluster', async () => {

@@ -57,8 +57,9 @@ export async function rejoinAsLearner(
 const HEALTHY_WAIT_MS = 30_000;
 
 /**
- * etcd refuses a membership change ("unhealthy cluster") until every voting member has been connected to the
- * one asked for 5 s (its strict reconfiguration check), as after a restart or an earlier change: asked again.
+ * etcd's strict reconfiguration check refuses a membership change ("unhealthy cluster", "not enough started
+ * members") until the voting members it counts have been connected to the one asked for 5 s, as right after a
+ * member (re)started: asked again for a while.
  */
 async function whenHealthy<T>(change: () => Promise<T>, signal?: AbortSignal): Promise<T> {
   const deadline = Date.now() + HEALTHY_WAIT_MS;
@@ -67,7 +68,7 @@ async function whenHealthy<T>(change: () => Promise<T>, signal?: AbortSignal): P
     try {
       return await change();
     } catch (err) {
-      if (!/unhealthy cluster/.test(errorMessage(err)) || Date.now() >= deadline) throw err;
+      if (!/unhealthy cluster|not enough started members/.test(errorMessage(err)) || Date.now() >= deadline) throw err;
     }
     await backoff.wait(signal);
   }
