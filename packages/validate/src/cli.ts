@@ -151,6 +151,9 @@ await programArgs('etcd-validate')
     'After a rejoin: wait until this member (a learner) has caught up with the leader, then make it a voting member. Exits 0 once it votes.',
     (y) =>
       memberOptions(etcdOptions(y))
+        // the member is found by name or peer URL; the cluster's layout is the cluster's own
+        .hide('initial-cluster')
+        .hide('initial-cluster-token')
         .option('endpoints', { ...otherMembers, demandOption: true, describe: "Client URLs of the cluster's members" })
         .option('timeout', {
           type: 'number',
