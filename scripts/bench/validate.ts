@@ -1,7 +1,9 @@
-// etcd-validate check, sanity and full mode, on a data dir of ~1 GB: wall time and peak RSS.
+// etcd-validate check, sanity and full mode, and bootstrap on the same sound data dir (what an init container
+// costs when there is nothing to do), on a data dir of ~1 GB: wall time and peak RSS.
 // Usage: node scripts/bench/validate.ts [--keys 1000000] [--runs 3] [--data-dir /tmp/bench-validate/data]
 // Targets (issue #12): sanity mode under 1 s and 100 MB peak RSS on ~1 GB.
-import { readdir, stat } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { withMember } from '@etcd-steward/testing';
@@ -20,7 +22,8 @@ if (values.help) {
   console.log(`Usage: node scripts/bench/validate.ts [--keys 1000000] [--runs 3] [--data-dir /tmp/bench-validate/data]
 Writes --keys puts of 1 KiB into a one-member etcd on --data-dir (kept, and reused when it already holds a
 member, since loading takes minutes; keep it outside the repo), stops it, then runs etcd-validate check in
-sanity and full mode --runs times each, interleaved; prints median seconds and peak RSS. The first run of each
+sanity and full mode and etcd-validate bootstrap (sanity, an empty local store) --runs times each,
+interleaved; prints median seconds and peak RSS. The first run of each
 mode warms the page cache and is not counted. Build first (pnpm exec tsc -b).`);
   process.exit(0);
 }
@@ -36,17 +39,21 @@ if (!(await stat(join(dataDir, 'member')).catch(() => undefined))) {
 const dbBytes = (await stat(join(dataDir, 'member/snap/db'))).size;
 const segments = (await readdir(join(dataDir, 'member/wal'))).filter((n) => n.endsWith('.wal')).length;
 
-const modes = ['sanity', 'full'] as const;
+const emptyStore = await mkdtemp(join(tmpdir(), 'bench-validate-store-'));
+const commands = {
+  sanity: ['check', '--mode', 'sanity'],
+  full: ['check', '--mode', 'full'],
+  'bootstrap (sanity, valid)': ['bootstrap', '--mode', 'sanity', '--store', `file://${emptyStore}`],
+};
+const modes = Object.keys(commands) as Array<keyof typeof commands>;
 const results = new Map<string, Array<{ seconds: number; peakRssMb: number }>>();
 for (let i = 0; i <= runs; i++) {
   for (const mode of modes) {
     const m = await measure(process.execPath, [
       join(root, 'packages/validate/bin/etcd-validate.js'),
-      'check',
+      ...commands[mode],
       '--data-dir',
       dataDir,
-      '--mode',
-      mode,
       '--output',
       'json',
     ]);
@@ -61,3 +68,4 @@ for (const mode of modes) {
   rows.push([mode, median(rs.map((r) => r.seconds)).toFixed(2), Math.max(...rs.map((r) => r.peakRssMb)).toFixed(0)]);
 }
 printTable(rows);
+await rm(emptyStore, { recursive: true, force: true });
