@@ -15,6 +15,7 @@ const LAYERS = [
   'replay',
   'validation',
   'restore',
+  'compaction',
   'cli',
 ];
 const SRC = fileURLToPath(new URL('../packages/core/src', import.meta.url));
