@@ -1,14 +1,8 @@
 import { mkdir, readdir } from 'node:fs/promises';
-import {
-  freePort,
-  type KeyspaceFingerprint,
-  LocalStore,
-  listSnapshots,
-  parseSnapshotName,
-  takeFullSnapshot,
-} from '@etcd-steward/core';
-import { fingerprintRestored, startCluster, storeDeltas, syntheticEvents, writeWorkload } from '@etcd-steward/testing';
+import { LocalStore, listSnapshots, parseSnapshotName, takeFullSnapshot } from '@etcd-steward/core';
+import { startCluster, storeDeltas, syntheticEvents, writeWorkload } from '@etcd-steward/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { restoreAndFingerprint } from './restore-program.js';
 import { runProgram } from './run-program.js';
 import { tempDir } from './temp-dir.js';
 
@@ -49,24 +43,8 @@ describe('etcd-compact of a chain of 100,000 delta revisions', () => {
     before = (await listSnapshots(store)).map((e) => e.name);
   });
 
-  async function restoreFrom(
-    snapshot: string,
-    name: string,
-  ): Promise<{ result: { revision: number; snapshot: string; deltas: string[] }; fingerprint: KeyspaceFingerprint }> {
-    const peerPort = await freePort();
-    const peer = `http://127.0.0.1:${peerPort}`;
-    const dataDir = at(name);
-    const res = await runProgram('etcd-restore', [
-      ...['--store', storeUrl, '--data-dir', dataDir, '--snapshot', snapshot, '--name', 'r0'],
-      ...['--initial-advertise-peer-urls', peer, '--initial-cluster-token', name, '--output', 'json'],
-    ]);
-    expect(res.code, res.stderr).toBe(0);
-    const [fingerprint] = await fingerprintRestored([{ name: 'r0', dataDir, peerPort }], {
-      initialCluster: `r0=${peer}`,
-      clusterToken: name,
-    });
-    return { result: JSON.parse(res.stdout), fingerprint };
-  }
+  const restoreFrom = (snapshot: string, name: string) =>
+    restoreAndFingerprint(storeUrl, at(), name, ['--snapshot', snapshot]);
 
   it('--dry-run prints what it would fold and changes nothing', async () => {
     const res = await runProgram('etcd-compact', ['--store', storeUrl, '--work-dir', at(), '--dry-run']);
