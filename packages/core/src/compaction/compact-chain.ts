@@ -132,6 +132,7 @@ export async function compactChain(
     });
     const held = new HeldSnapshot(store, join(scratch, 'snapshot'));
     const compacted = await compactInEtcd({ ...options, binaries, plan, dataDir, scratch, member, peerPort, held });
+    logger.info('verifying the compacted snapshot', { name: held.name });
     const stored = await verifyHeld(held, compacted.fingerprint, {
       binaries,
       scratch,
