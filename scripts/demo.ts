@@ -1,5 +1,6 @@
 // The demo README points to: a throwaway etcd and a local-directory store; a full snapshot, the sidecar
-// writing delta snapshots while writes go on, then break the data dir, restore full + deltas, verify.
+// writing delta snapshots while writes go on, the chain compacted into one new full snapshot, then break the
+// data dir, restore from it, verify.
 // Runs the real programs as a user would. Run through scripts/demo, which sets up and builds first.
 import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -47,13 +48,16 @@ try {
   await once(sidecar, 'exit');
   program('etcd-snapshot', ['list', '--store', store]);
 
+  step('folding the full snapshot and the deltas into one new full snapshot (the CronJob etcd-compact)');
+  program('etcd-compact', ['--store', store, '--work-dir', work]);
+
   step('breaking etcd: stop it and delete its data dir');
   const member = cluster.members[0];
   await member.stop();
   await rm(member.dataDir, { recursive: true, force: true });
   console.log(`deleted ${member.dataDir}`);
 
-  step('restoring the data dir from the store: the full snapshot, then the deltas after it');
+  step('restoring the data dir from the store: the compacted full snapshot, no deltas to replay');
   program('etcd-restore', ['--store', store, '--data-dir', member.dataDir, '--name', member.name]);
 
   step('starting etcd on the restored data dir and comparing keyspaces');

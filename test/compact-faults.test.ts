@@ -63,21 +63,25 @@ describe('etcd-compact: bad usage and failures store nothing', () => {
     expect((await listSnapshots(gapped)).map((e) => e.name)).toEqual(names);
   });
 
+  it('stopped by SIGTERM while its private etcd runs: exit 1, etcd stopped, scratch folder removed, nothing stored', async () => {
+    const work = at('work-stopped');
+    await mkdir(work);
+    const child = startProgram('etcd-compact', ['--store', storeUrl, '--work-dir', work]);
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const etcdPid = await privateEtcdPid(work);
+    child.kill('SIGTERM');
+    expect(await exited).toBe(1);
+    expect(running(etcdPid)).toBe(false);
+    expect(await readdir(work)).toEqual([]);
+    expect((await listSnapshots(store)).map((e) => e.name)).toEqual(before);
+  });
+
   it('killed while its private etcd runs: the next run stops that etcd, clears the scratch folder and compacts', async () => {
     const work = at('work-killed');
     await mkdir(work);
     const child = startProgram('etcd-compact', ['--store', storeUrl, '--work-dir', work]);
     const exited = new Promise((resolve) => child.once('exit', resolve));
-    const pidFile = await waitFor(
-      "the private etcd's pid",
-      async () => {
-        const [scratch] = await readdir(work);
-        const file = scratch && join(work, scratch, 'compact-etcd.pid');
-        return file && (await readFile(file, 'utf8').catch(() => '')) ? file : undefined;
-      },
-      120_000,
-    );
-    const etcdPid = Number(await readFile(pidFile, 'utf8'));
+    const etcdPid = await privateEtcdPid(work);
     child.kill('SIGKILL');
     await exited;
     expect(running(etcdPid)).toBe(true); // nothing stopped it
@@ -91,6 +95,19 @@ describe('etcd-compact: bad usage and failures store nothing', () => {
     expect(after.filter((n) => !before.includes(n))).toEqual([JSON.parse(res.stdout).name]);
   });
 });
+
+/** The pid of the private etcd a compaction working in `work` runs, once it has recorded it. */
+function privateEtcdPid(work: string): Promise<number> {
+  return waitFor(
+    "the private etcd's pid",
+    async () => {
+      const [scratch] = await readdir(work);
+      const pid = scratch && Number(await readFile(join(work, scratch, 'compact-etcd.pid'), 'utf8').catch(() => ''));
+      return pid || undefined;
+    },
+    120_000,
+  );
+}
 
 function running(pid: number): boolean {
   try {
