@@ -87,6 +87,8 @@ function compactPhase(line: string): string | undefined {
     'restoring the chain to fold': 'restore: download',
     replay: 'restore: replay deltas',
     'verifying the result': 'restore: verify (etcd started)',
+    restored: 'start private etcd',
+    'fingerprinting the keyspace': 'fingerprint the chain',
     'compacting the history': 'compact (etcd started)',
     defragmenting: 'defragment',
     snapshot: 'snapshot',

@@ -215,7 +215,9 @@ async function compactInEtcd(
   const client = createEtcdClient({ endpoints: [etcd.clientUrl] });
   try {
     await recordChildPid(ctx.scratch, 'compact-etcd', etcd.pid);
+    logger.info('starting etcd on the restored chain', { dataDir: ctx.dataDir });
     await etcd.waitHealthy(START_TIMEOUT_MS);
+    logger.info('fingerprinting the keyspace', { revision });
     const fingerprint = await keyspaceFingerprint(client);
     if (fingerprint.revision !== revision) {
       throw new OperationError(
