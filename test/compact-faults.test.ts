@@ -1,6 +1,6 @@
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { LocalStore, listSnapshots, openStore } from '@etcd-steward/core';
+import { LocalStore, listSnapshots, openStore, snapshotName } from '@etcd-steward/core';
 import { buildChainStore, startCluster } from '@etcd-steward/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProgram, startProgram } from './run-program.js';
@@ -11,7 +11,7 @@ import { tempDir } from './temp-dir.js';
 
 const at = tempDir('compact-faults-');
 
-describe('etcd-compact: bad usage and failures store nothing', () => {
+describe('etcd-compact on a small chain: bad usage, failures, a final chain', () => {
   let storeUrl: string;
   let store: LocalStore;
   let before: string[];
@@ -61,6 +61,25 @@ describe('etcd-compact: bad usage and failures store nothing', () => {
     expect(res.code).toBe(1);
     expect(res.stderr).toMatch(/revisions \d+\.\.\d+ are in no delta .*nothing was stored/);
     expect((await listSnapshots(gapped)).map((e) => e.name)).toEqual(names);
+  });
+
+  it('folds a chain that ends with a final snapshot into a final full snapshot, with --compression gzip', async () => {
+    const finalStore = new LocalStore(at('final'));
+    const entries = await listSnapshots(store);
+    const last = entries.filter((e) => e.kind === 'Incr').at(-1)!;
+    for (const e of entries) {
+      const name = e === last ? snapshotName({ ...e, final: true }) : e.name;
+      await finalStore.put(name, await store.get(e.name));
+    }
+    const args = ['--store', `file://${at('final')}`, '--work-dir', at(), '--output', 'json'];
+    const plan = await runProgram('etcd-compact', [...args, '--dry-run']);
+    expect(JSON.parse(plan.stdout)).toMatchObject({ final: true, revision: last.lastRevision });
+    const res = await runProgram('etcd-compact', [...args, '--compression', 'gzip']);
+    expect(res.code, res.stderr).toBe(0);
+    expect(JSON.parse(res.stdout)).toMatchObject({ final: true, revision: last.lastRevision });
+    expect(JSON.parse(res.stdout).name).toMatch(
+      new RegExp(`^v2/Full-00000000-0*${last.lastRevision}-\\d+\\.gz\\.final$`),
+    );
   });
 
   it('stopped by SIGTERM while its private etcd runs: exit 1, etcd stopped, scratch folder removed, nothing stored', async () => {
