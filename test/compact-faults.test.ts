@@ -51,10 +51,8 @@ describe('etcd-compact on a small chain: bad usage, failures, a final chain', ()
   });
 
   it('refuses a chain with a missing delta (exit 1, nothing stored)', async () => {
-    const gapped = new LocalStore(at('gapped'));
-    const entries = await listSnapshots(store);
-    for (const e of entries) await gapped.put(e.name, await store.get(e.name));
-    const deltas = entries.filter((e) => e.kind === 'Incr');
+    const gapped = await copyOfStore('gapped');
+    const deltas = (await listSnapshots(gapped)).filter((e) => e.kind === 'Incr');
     await gapped.delete(deltas[deltas.length - 2].name);
     const names = (await listSnapshots(gapped)).map((e) => e.name);
     const res = await runProgram('etcd-compact', ['--store', `file://${at('gapped')}`, '--work-dir', at()]);
@@ -64,13 +62,10 @@ describe('etcd-compact on a small chain: bad usage, failures, a final chain', ()
   });
 
   it('folds a chain that ends with a final snapshot into a final full snapshot, with --compression gzip', async () => {
-    const finalStore = new LocalStore(at('final'));
-    const entries = await listSnapshots(store);
-    const last = entries.filter((e) => e.kind === 'Incr').at(-1)!;
-    for (const e of entries) {
-      const name = e === last ? snapshotName({ ...e, final: true }) : e.name;
-      await finalStore.put(name, await store.get(e.name));
-    }
+    const copy = await copyOfStore('final');
+    const last = (await listSnapshots(copy)).filter((e) => e.kind === 'Incr').at(-1)!;
+    await copy.put(snapshotName({ ...last, final: true }), await copy.get(last.name));
+    await copy.delete(last.name);
     const args = ['--store', `file://${at('final')}`, '--work-dir', at(), '--output', 'json'];
     const plan = await runProgram('etcd-compact', [...args, '--dry-run']);
     expect(JSON.parse(plan.stdout)).toMatchObject({ final: true, revision: last.lastRevision });
@@ -80,6 +75,23 @@ describe('etcd-compact on a small chain: bad usage, failures, a final chain', ()
     expect(JSON.parse(res.stdout).name).toMatch(
       new RegExp(`^v2/Full-00000000-0*${last.lastRevision}-\\d+\\.gz\\.final$`),
     );
+  });
+
+  it('refuses to run beside another compaction of the same store in the same work dir (exit 1)', async () => {
+    await copyOfStore('concurrent');
+    const work = at('work-concurrent');
+    await mkdir(work);
+    const args = ['--store', `file://${at('concurrent')}`, '--work-dir', work];
+    const first = startProgram('etcd-compact', args);
+    const exited = new Promise<number | null>((resolve) => first.once('exit', resolve));
+    await privateEtcdPid(work);
+    const second = await runProgram('etcd-compact', args);
+    expect(second.code).toBe(1);
+    expect(JSON.parse(second.stderr.trim().split('\n').at(-1)!).msg).toMatch(
+      /another etcd-compact \(pid \d+\) is compacting this store in .*: let it finish/,
+    );
+    expect(await exited).toBe(0);
+    expect(await readdir(work)).toEqual([]);
   });
 
   it('stopped by SIGTERM while its private etcd runs: exit 1, etcd stopped, scratch folder removed, nothing stored', async () => {
@@ -114,6 +126,14 @@ describe('etcd-compact on a small chain: bad usage, failures, a final chain', ()
     expect(after.filter((n) => !before.includes(n))).toEqual([JSON.parse(res.stdout).name]);
   });
 });
+
+/** A copy of the test's store, to change without disturbing the other tests. */
+async function copyOfStore(name: string): Promise<LocalStore> {
+  const source = new LocalStore(at('store'));
+  const copy = new LocalStore(at(name));
+  for (const e of await listSnapshots(source)) await copy.put(e.name, await source.get(e.name));
+  return copy;
+}
 
 /** The pid of the private etcd a compaction working in `work` runs, once it has recorded it. */
 function privateEtcdPid(work: string): Promise<number> {

@@ -1,6 +1,5 @@
-import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, readFile, rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { takeFullSnapshot } from '../backup/take-full-snapshot.js';
@@ -11,17 +10,17 @@ import { type EtcdBinaries, findEtcdBinaries } from '../etcd/etcd-binaries.js';
 import { createEtcdClient } from '../etcd/etcd-client.js';
 import { briefGoProgramEnv } from '../etcd/go-memory.js';
 import { type KeyspaceFingerprint, keyspaceFingerprint } from '../etcd/keyspace-fingerprint.js';
-import { killRecordedChildren, recordChildPid } from '../etcd/orphan-processes.js';
+import { recordChildPid } from '../etcd/orphan-processes.js';
 import { inspectSnapshotFile } from '../etcd/snapshot-inspection.js';
 import type { MemberConfig } from '../etcd/snapshot-restore-command.js';
 import { EtcdProcess } from '../etcd/spawned-etcd.js';
 import { type CompressionPolicy, decompressor } from '../format/compression.js';
 import { FullSnapshotCheck } from '../format/full-snapshot-check.js';
 import { parseSnapshotName } from '../format/snapshot-name.js';
-import { DataDirTarget } from '../restore/data-dir.js';
 import { restore } from '../restore/restore.js';
 import { openStore } from '../store/location.js';
 import { type CompactionPlan, planCompaction } from './compaction-plan.js';
+import { CompactionScratch } from './compaction-scratch.js';
 import { HeldSnapshot } from './held-snapshot.js';
 
 export interface CompactOptions {
@@ -78,11 +77,6 @@ export async function checkCompaction(
   return { binaries, plan };
 }
 
-/** The compaction's scratch folder: one per store, so that the next run for that store finds what a killed one left. */
-export function compactionScratchDir(workDir: string, store: string): string {
-  return join(workDir, `etcd-compact-${createHash('sha256').update(store).digest('hex').slice(0, 12)}`);
-}
-
 /**
  * Folds the store's newest chain into one new full snapshot at the chain's last revision: the chain is
  * restored by the restore library (plan, replay, verify) into a scratch data dir, a private etcd on it
@@ -101,9 +95,9 @@ export async function compactChain(
   const { binaries, plan } = checked ?? (await checkCompaction(options));
   if (plan.nothingToFold) throw new OperationError(plan.nothingToFold);
   const revision = plan.chain.lastRevision;
-  const scratch = compactionScratchDir(options.workDir, plan.store);
-  const dataDir = join(scratch, 'data');
-  await clearScratch(scratch, dataDir);
+  const workspace = new CompactionScratch(options.workDir, plan.store);
+  const { path: scratch, dataDir } = workspace;
+  await workspace.prepare();
   const store = await openStore(options.store);
   try {
     const peerPort = await freePort();
@@ -169,18 +163,8 @@ export async function compactChain(
     throw err;
   } finally {
     await store.close?.();
-    await clearScratch(scratch, dataDir, { keep: false });
+    await workspace.clear();
   }
-}
-
-/**
- * Empties the scratch folder, first stopping what a killed run left working there (its private etcd, the
- * restore's replay process and verifying etcd, each recorded with its pid).
- */
-async function clearScratch(scratch: string, dataDir: string, options = { keep: true }): Promise<void> {
-  for (const dir of [scratch, new DataDirTarget(dataDir).workDir]) await killRecordedChildren(dir);
-  await rm(scratch, { recursive: true, force: true });
-  if (options.keep) await mkdir(scratch, { recursive: true, mode: 0o700 });
 }
 
 /**

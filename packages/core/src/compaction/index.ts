@@ -7,5 +7,6 @@
  */
 export * from './compact-chain.js';
 export * from './compaction-plan.js';
+export * from './compaction-scratch.js';
 export * from './compaction-summary.js';
 export * from './held-snapshot.js';
