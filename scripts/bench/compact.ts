@@ -6,8 +6,11 @@
 // arguments; {container}, {prefix} and {dir} are filled in). Goal (issue #14): at most half ebr's time and
 // peak memory.
 //
+// `--memory-limit 256Mi` runs etcd-compact a second time (on a copy of the store as it was before the first)
+// in a memory cgroup with that limit, as a CronJob with `resources.limits.memory` would (cgroup v1, as root).
+//
 // Usage: node scripts/bench/compact.ts [--keys 100000] [--value-size 900] [--events 200000]
-//          [--delta-value-size 900] [--deltas 10] [--keep DIR]
+//          [--delta-value-size 900] [--deltas 10] [--memory-limit 256Mi] [--keep DIR]
 // A quick run: node scripts/bench/compact.ts --keys 10000 --events 20000
 // On a shared machine: flock /tmp/etcd-steward-bench.lock node scripts/bench/compact.ts ...
 import { randomBytes } from 'node:crypto';
@@ -18,6 +21,7 @@ import { parseArgs } from 'node:util';
 import { type Etcd3, freePort, type KeyspaceFingerprint, LocalStore, takeFullSnapshot } from '@etcd-steward/core';
 import { fingerprintRestored, startCluster, storeDeltas, syntheticEvents } from '@etcd-steward/testing';
 import { type Measurement, measure, printTable } from './measure.ts';
+import { parseMemoryQuantity } from './memory-cgroup.ts';
 
 const { values } = parseArgs({
   options: {
@@ -26,6 +30,7 @@ const { values } = parseArgs({
     events: { type: 'string', default: '200000' },
     'delta-value-size': { type: 'string', default: '900' },
     deltas: { type: 'string', default: '10' },
+    'memory-limit': { type: 'string' },
     keep: { type: 'string' },
   },
 });
@@ -38,6 +43,8 @@ const work = values.keep ?? (await mkdtemp(join(tmpdir(), 'bench-compact-')));
 await mkdir(work, { recursive: true });
 const storeDir = join(work, 'store');
 const ebrStoreDir = join(work, 'ebr', 'store');
+const limitedStoreDir = join(work, 'limited', 'store');
+const memoryLimit = values['memory-limit'] ? parseMemoryQuantity(values['memory-limit']) : undefined;
 
 /** The base in txns of 100 puts of Kubernetes-like values (a JSON head, a random tail); a full snapshot of it. */
 async function buildStore(client: Etcd3, endpoints: string[]): Promise<{ base: number; last: number }> {
@@ -99,12 +106,23 @@ function compactPhase(line: string): string | undefined {
 }
 
 const mb = (v: number) => v.toFixed(0);
-const rows: string[][] = [['run', 'wall s', 'peak RSS MB', 'peak anon MB', 'load', 'result']];
+const rows: string[][] = [['run', 'wall s', 'peak RSS MB', 'peak anon MB', 'cgroup max MB', 'load', 'result']];
 const phaseRows: string[][] = [['etcd-compact phase', 's', 'tree RSS MB', 'anon MB']];
 
 function record(name: string, run: Measurement, loadBefore: string, result: string): void {
   const load = loadavg()[0].toFixed(1);
-  rows.push([name, run.seconds.toFixed(1), mb(run.peakRssMb), mb(run.peakAnonMb), `${loadBefore}→${load}`, result]);
+  const cgroup = run.cgroup
+    ? `${mb(run.cgroup.maxUsageMb)} of ${mb(run.cgroup.limitMb)} (hit ${run.cgroup.failcnt}x${run.cgroup.oomKills ? `, OOM kills ${run.cgroup.oomKills}` : ''})`
+    : '-';
+  rows.push([
+    name,
+    run.seconds.toFixed(1),
+    mb(run.peakRssMb),
+    mb(run.peakAnonMb),
+    cgroup,
+    `${loadBefore}→${load}`,
+    result,
+  ]);
 }
 
 /** etcd-restore of the store's newest state, measured; the result's fingerprint. */
@@ -138,6 +156,31 @@ async function measuredRestore(name: string): Promise<KeyspaceFingerprint | unde
   return fingerprint;
 }
 
+/** etcd-compact of the store in `dir`, measured (in a memory cgroup when `limit` is given). */
+async function measuredCompaction(name: string, dir: string, limit?: number): Promise<Measurement> {
+  const loadBefore = loadavg()[0].toFixed(1);
+  const compactWork = join(work, `compact-work-${randomBytes(4).toString('hex')}`);
+  await mkdir(compactWork, { recursive: true });
+  const run = await measure(
+    process.execPath,
+    [
+      join(root, 'packages/compact/bin/etcd-compact.js'),
+      ...['--store', `file://${dir}`, '--work-dir', compactWork, '--output', 'json'],
+    ],
+    { phaseOf: compactPhase, memoryLimitBytes: limit },
+  );
+  const result = run.code === 0 ? JSON.parse(run.stdout) : undefined;
+  record(
+    name,
+    run,
+    loadBefore,
+    result
+      ? `${result.revisionsFolded} revisions folded; ${mb(result.chainBytes / 1e6)} MB chain → ${mb(result.snapshotBytes / 1e6)} MB (zstd)`
+      : `FAILED (${run.signal ?? `exit ${run.code}`}): ${run.stderr.trim().split('\n').at(-1)?.slice(0, 200)}`,
+  );
+  return run;
+}
+
 try {
   const cluster = await startCluster();
   let built: { base: number; last: number };
@@ -147,34 +190,19 @@ try {
     await cluster.stop(); // nothing else runs while the programs are measured
   }
   await cp(storeDir, ebrStoreDir, { recursive: true });
+  if (memoryLimit) await cp(storeDir, limitedStoreDir, { recursive: true });
 
   const before = await measuredRestore('etcd-restore, chain');
 
-  const loadBefore = loadavg()[0].toFixed(1);
-  const compactWork = join(work, 'compact-work');
-  await mkdir(compactWork, { recursive: true });
-  const run = await measure(
-    process.execPath,
-    [
-      join(root, 'packages/compact/bin/etcd-compact.js'),
-      ...['--store', `file://${storeDir}`, '--work-dir', compactWork, '--output', 'json'],
-    ],
-    { phaseOf: compactPhase },
-  );
-  const result = run.code === 0 ? JSON.parse(run.stdout) : undefined;
-  record(
-    'etcd-compact',
-    run,
-    loadBefore,
-    result
-      ? `${result.revisionsFolded} revisions folded; ${mb(result.chainBytes / 1e6)} MB chain → ${mb(result.snapshotBytes / 1e6)} MB (zstd)`
-      : `FAILED: ${run.stderr.trim().split('\n').at(-1)?.slice(0, 200)}`,
-  );
+  const run = await measuredCompaction('etcd-compact', storeDir);
   for (const p of run.phases) phaseRows.push([p.name, p.seconds.toFixed(1), mb(p.rssMb), mb(p.anonMb)]);
 
   const after = await measuredRestore('etcd-restore, compacted full');
   const same = before && after && before.sha256 === after.sha256 && before.revision === after.revision;
-  rows.push(['fingerprints', '', '', '', '', same ? 'chain = compacted full' : 'DIFFER']);
+  rows.push(['fingerprints', '', '', '', '', '', same ? 'chain = compacted full' : 'DIFFER']);
+
+  if (memoryLimit)
+    await measuredCompaction(`etcd-compact, ${values['memory-limit']} limit`, limitedStoreDir, memoryLimit);
 
   const ebr = process.env.EBR_BIN;
   if (ebr) {
@@ -191,7 +219,7 @@ try {
     const ebrRun = await measure(ebr, args);
     record('ebr compact', ebrRun, loadBefore, ebrRun.code === 0 ? 'ok' : `exit ${ebrRun.code}`);
   } else {
-    rows.push(['ebr compact', 'not given', '', '', '', 'set EBR_BIN to etcdbrctl']);
+    rows.push(['ebr compact', 'not given', '', '', '', '', 'set EBR_BIN to etcdbrctl']);
   }
   console.log('');
   console.log(
