@@ -1,6 +1,6 @@
 // The demo README points to: a throwaway etcd and a local-directory store; a full snapshot, the sidecar
-// writing delta snapshots while writes go on, then break the data dir (etcd-validate: restore needed), restore
-// full + deltas (etcd-validate: valid), verify.
+// writing delta snapshots while writes go on, the chain compacted into one new full snapshot, then break the
+// data dir (etcd-validate: restore needed), restore from it (etcd-validate: valid), verify.
 // Runs the real programs as a user would. Run through scripts/demo, which sets up and builds first.
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
@@ -50,6 +50,9 @@ try {
   await once(sidecar, 'exit');
   program('etcd-snapshot', ['list', '--store', store]);
 
+  step('folding the full snapshot and the deltas into one new full snapshot (the CronJob etcd-compact)');
+  program('etcd-compact', ['--store', store, '--work-dir', work]);
+
   step('breaking etcd: stop it and delete its data dir');
   const member = cluster.members[0];
   await member.stop();
@@ -57,7 +60,7 @@ try {
   console.log(`deleted ${member.dataDir}`);
   program('etcd-validate', ['check', '--data-dir', member.dataDir, '--store', store], 3); // 3: restore needed
 
-  step('restoring the data dir from the store: the full snapshot, then the deltas after it');
+  step('restoring the data dir from the store: the compacted full snapshot, no deltas to replay');
   program('etcd-restore', ['--store', store, '--data-dir', member.dataDir, '--name', member.name]);
   program('etcd-validate', ['check', '--data-dir', member.dataDir, '--store', store, '--mode', 'full']);
 

@@ -16,6 +16,7 @@ const LAYERS = [
   'validation',
   'restore',
   'bootstrap',
+  'compaction',
   'cli',
 ];
 const SRC = fileURLToPath(new URL('../packages/core/src', import.meta.url));

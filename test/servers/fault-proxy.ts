@@ -24,6 +24,8 @@ export interface FaultProxyOptions {
   stallMs?: number;
   /** Makes the sequence of faults repeatable. */
   seed?: number;
+  /** Only requests with these methods get faults (default: all), e.g. PUT and POST to hold uploads alone. */
+  methods?: string[];
 }
 
 export interface FaultProxy extends TestServer {
@@ -55,7 +57,8 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
 
   const server = createServer((req, res) => {
     stats.requests++;
-    const fault = random() < proxy.failureRate ? faults[Math.floor(random() * faults.length)] : undefined;
+    const eligible = !options.methods || options.methods.includes(req.method ?? '');
+    const fault = eligible && random() < proxy.failureRate ? faults[Math.floor(random() * faults.length)] : undefined;
     if (fault) stats.faults[fault]++;
     switch (fault) {
       case '503':

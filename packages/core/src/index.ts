@@ -8,6 +8,7 @@ export * from './bbolt/index.js';
 export * from './bootstrap/index.js';
 export * from './cli/index.js';
 export * from './common/index.js';
+export * from './compaction/index.js';
 export * from './etcd/index.js';
 export * from './format/index.js';
 export * from './replay/index.js';

@@ -15,12 +15,13 @@ import {
   type MemberConfig,
   memberOptions,
   memberSettings,
+  parseDuration,
   parseStoreUrl,
   storeOption,
   UsageError,
 } from '@etcd-steward/core';
 import type { Argv } from 'yargs';
-import { parseByteSize, parseDuration } from './flag-values.js';
+import { parseByteSize } from './flag-values.js';
 import { FullSchedule } from './full-schedule.js';
 import { scratchDir } from './scratch-dir.js';
 

@@ -1,4 +1,5 @@
-import { parseByteSize, parseDuration } from '@etcd-steward/snapshot';
+import { parseDuration } from '@etcd-steward/core';
+import { parseByteSize } from '@etcd-steward/snapshot';
 import { expect, it } from 'vitest';
 
 it('reads Go-style durations and byte sizes, and says what it wants otherwise', () => {

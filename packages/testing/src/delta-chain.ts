@@ -101,3 +101,53 @@ export function toDeltaEvent(e: IEvent, time: string): DeltaEvent {
     time,
   };
 }
+
+/**
+ * `revisions` revisions of events made up without an etcd, from `startRevision` on, as etcd records them:
+ * puts that create keys under `prefix` or overwrite them (create revision and version carried on), deletes,
+ * and every tenth revision a txn of three puts. For chains too long to write through etcd in a test; the keys
+ * under `prefix` must not exist before `startRevision`.
+ */
+export function syntheticEvents(options: {
+  startRevision: number;
+  revisions: number;
+  prefix?: string;
+  keys?: number;
+  valueSize?: number;
+}): DeltaEvent[] {
+  const prefix = options.prefix ?? '/synthetic/';
+  const keyCount = options.keys ?? 5000;
+  const filler = 'x'.repeat(options.valueSize ?? 100);
+  const live = new Map<number, { createRevision: number; version: number }>();
+  const time = new Date().toISOString();
+  const events: DeltaEvent[] = [];
+  const key = (i: number) => Buffer.from(`${prefix}${String(i).padStart(6, '0')}`);
+  const put = (i: number, revision: number) => {
+    const before = live.get(i);
+    const now = { createRevision: before?.createRevision ?? revision, version: (before?.version ?? 0) + 1 };
+    live.set(i, now);
+    events.push({
+      type: 'put',
+      key: key(i),
+      value: Buffer.from(`${revision}:${filler}`),
+      modRevision: revision,
+      ...now,
+      lease: '0',
+      time,
+    });
+  };
+  for (let n = 0; n < options.revisions; n++) {
+    const revision = options.startRevision + n;
+    const i = (n * 7919) % keyCount;
+    if (n % 10 === 9) {
+      for (const j of [i, (i + 1) % keyCount, (i + 2) % keyCount]) put(j, revision);
+    } else if (n % 10 === 7 && live.has(i)) {
+      live.delete(i);
+      const e = { key: key(i), value: Buffer.alloc(0), modRevision: revision, createRevision: 0, version: 0 };
+      events.push({ type: 'delete', ...e, lease: '0', time });
+    } else {
+      put(i, revision);
+    }
+  }
+  return events;
+}

@@ -18,3 +18,16 @@ export function parseNumber(value: string | number | boolean, what: string): num
   if (!Number.isFinite(n)) throw new UsageError(`${what} is not a number: write digits, e.g. 8080`);
   return n;
 }
+
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
+
+/** A Go-style duration, as ebr's flags take them ("20s", "1m30s", "500ms", "0"), in milliseconds. */
+export function parseDuration(value: string | number, flag: string): number {
+  const text = String(value).trim();
+  if (text === '0') return 0;
+  const parts = [...text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)];
+  if (parts.length === 0 || parts.map((p) => p[0]).join('') !== text) {
+    throw new UsageError(`--${flag} "${text}" is not a duration: write e.g. 20s, 1m30s or 500ms`);
+  }
+  return Math.round(parts.reduce((ms, [, n, unit]) => ms + Number(n) * DURATION_UNITS[unit], 0));
+}

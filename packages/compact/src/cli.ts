@@ -1,0 +1,107 @@
+import { tmpdir } from 'node:os';
+import {
+  COMPRESSION_POLICIES,
+  type CompressionPolicy,
+  checkCompaction,
+  checkLocalDir,
+  checkLocalStore,
+  compactChain,
+  describeCompactionPlan,
+  flagGiven,
+  formatCompactionPlan,
+  formatCompactionSummary,
+  parseDuration,
+  programArgs,
+  reportUsage,
+  runProgram,
+  storeOption,
+  UsageError,
+} from '@etcd-steward/core';
+
+/** A timeout flag: a Go-style duration above zero, in milliseconds. */
+function timeout(args: Record<string, unknown>, flag: string): number {
+  const ms = parseDuration(args[flag] as string, flag);
+  if (ms <= 0) throw new UsageError(`${flagGiven(args, flag, args[flag])} must be above zero, e.g. 30m`);
+  return ms;
+}
+
+await programArgs('etcd-compact')
+  .usage(
+    '$0 --store URL [--work-dir DIR]\n\nFold the newest full snapshot and the deltas after it into one new full snapshot at their last revision (compacted, defragmented, verified), so that the next restore starts there. Adds one object to the store and deletes nothing. Run it as a CronJob, never inside the sidecar.',
+  )
+  .command(
+    '$0',
+    false,
+    (y) =>
+      storeOption(y)
+        .option('work-dir', {
+          type: 'string',
+          default: tmpdir(),
+          describe:
+            'Scratch space for the restored chain, its private etcd and the new snapshot (about three times the db size); a folder inside it is cleared on every run',
+        })
+        .option('defragment', {
+          type: 'boolean',
+          default: true,
+          describe: 'Defragment after compacting, so the snapshot holds no free pages (--no-defragment to skip)',
+        })
+        .option('etcd-snapshot-timeout', {
+          type: 'string',
+          default: '30m',
+          describe: 'Longest the compacted snapshot may take, as ebr takes it (Go duration)',
+        })
+        .option('etcd-defrag-timeout', {
+          type: 'string',
+          default: '8m',
+          describe: 'Longest the defragmentation may take, as ebr takes it (Go duration)',
+        })
+        .option('compression', {
+          choices: COMPRESSION_POLICIES,
+          default: 'zstd' as CompressionPolicy,
+          describe: 'Of the new snapshot: zstd is fastest; gzip, zlib and none are readable by etcd-backup-restore too',
+        })
+        .option('dry-run', {
+          type: 'boolean',
+          default: false,
+          describe: 'Print what would be folded (objects, revisions, bytes) and change nothing',
+        })
+        .option('max-fetchers', {
+          type: 'number',
+          default: 4,
+          describe: 'Deltas downloaded ahead of the one being applied',
+        })
+        .option('etcd-bin-dir', { type: 'string', describe: 'Where etcd and etcdutl/etcdctl are (default: PATH)' })
+        .example('$0 --store s3://backups/etcd', 'fold the newest chain into a new full snapshot')
+        .example('$0 --store file:///var/backups/etcd --dry-run', 'what it would fold'),
+    (args) =>
+      runProgram(args.output, async ({ logger, signal, output }) => {
+        const maxFetchers = args['max-fetchers'];
+        if (!Number.isSafeInteger(maxFetchers) || maxFetchers < 1 || maxFetchers > 64) {
+          throw new UsageError(`${flagGiven(args, 'max-fetchers', maxFetchers)} must be a whole number from 1 to 64`);
+        }
+        const settings = {
+          store: args.store,
+          workDir: args['work-dir'],
+          defragment: args.defragment,
+          snapshotTimeoutMs: timeout(args, 'etcd-snapshot-timeout'),
+          defragTimeoutMs: timeout(args, 'etcd-defrag-timeout'),
+          compression: args.compression,
+          etcdBinDir: args['etcd-bin-dir'],
+          maxFetchers,
+        };
+        await checkLocalStore(args.store);
+        await checkLocalDir(settings.workDir, '--work-dir', { mustExist: true });
+        const checked = await checkCompaction({ ...settings, signal });
+        if (args['dry-run'] || checked.plan.nothingToFold) {
+          const { plan } = checked;
+          process.stdout.write(
+            output === 'json' ? `${JSON.stringify(describeCompactionPlan(plan))}\n` : formatCompactionPlan(plan),
+          );
+          return;
+        }
+        const result = await compactChain({ ...settings, logger, signal }, checked);
+        process.stdout.write(output === 'json' ? `${JSON.stringify(result)}\n` : formatCompactionSummary(result));
+      }),
+  )
+  .parseAsync()
+  .catch(reportUsage);

@@ -1,0 +1,228 @@
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { LocalStore, listSnapshots, openStore, snapshotName } from '@etcd-steward/core';
+import { buildChainStore, startCluster } from '@etcd-steward/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runProgram, startProgram } from './run-program.js';
+import { startFaultProxy } from './servers/fault-proxy.js';
+import { type S3TestServer, startS3Server } from './servers/s3-server.js';
+import { waitFor } from './sidecar-helpers.js';
+import { tempDir } from './temp-dir.js';
+
+const at = tempDir('compact-faults-');
+
+describe('etcd-compact on a small chain: bad usage, failures, a final chain', () => {
+  let storeUrl: string;
+  let store: LocalStore;
+  let before: string[];
+
+  beforeAll(async () => {
+    const cluster = await startCluster();
+    try {
+      store = new LocalStore(at('store'));
+      storeUrl = `file://${at('store')}`;
+      await buildChainStore(cluster.client(), cluster.endpoints, store, { tempDir: at(), keys: 600 });
+    } finally {
+      await cluster.stop();
+    }
+    before = (await listSnapshots(store)).map((e) => e.name);
+  });
+
+  it.each([
+    [['--etcd-snapshot-timeout', '0'], /--etcd-snapshot-timeout "0" must be above zero, e.g. 30m/],
+    [['--etcd-defrag-timeout', '10'], /--etcd-defrag-timeout "10" is not a duration/],
+    [['--compression', 'lz4'], /compression.*lz4/],
+    [['--max-fetchers', '0'], /--max-fetchers "0" must be a whole number from 1 to 64/],
+    [['--work-dir', '/nonexistent/compact'], /--work-dir \/nonexistent\/compact does not exist/],
+    [['--etcd-bin-dir', '/nonexistent'], /no etcd binary in --etcd-bin-dir \/nonexistent/],
+    [['--defragment=maybe'], /defragment/],
+  ])('%s: exit 2 with the fix named, before any work', async (args, message) => {
+    const res = await runProgram('etcd-compact', ['--store', storeUrl, ...args]);
+    expect(res.code, res.stderr).toBe(2);
+    expect(res.stderr.trim().split('\n')).toHaveLength(1);
+    expect(JSON.parse(res.stderr).msg).toMatch(message);
+    expect((await listSnapshots(store)).map((e) => e.name)).toEqual(before);
+  });
+
+  it('without --store: exit 2', async () => {
+    const res = await runProgram('etcd-compact', []);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toMatch(/store/);
+  });
+
+  it('refuses a chain with a missing delta (exit 1, nothing stored)', async () => {
+    const gapped = await copyOfStore('gapped');
+    const deltas = (await listSnapshots(gapped)).filter((e) => e.kind === 'Incr');
+    await gapped.delete(deltas[deltas.length - 2].name);
+    const names = (await listSnapshots(gapped)).map((e) => e.name);
+    const res = await runProgram('etcd-compact', ['--store', `file://${at('gapped')}`, '--work-dir', at()]);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(/revisions \d+\.\.\d+ are in no delta .*nothing was stored/);
+    expect((await listSnapshots(gapped)).map((e) => e.name)).toEqual(names);
+  });
+
+  it('folds a chain that ends with a final snapshot into a final full snapshot, with --compression gzip', async () => {
+    const copy = await copyOfStore('final');
+    const last = (await listSnapshots(copy)).filter((e) => e.kind === 'Incr').at(-1)!;
+    await copy.put(snapshotName({ ...last, final: true }), await copy.get(last.name));
+    await copy.delete(last.name);
+    const args = ['--store', `file://${at('final')}`, '--work-dir', at(), '--output', 'json'];
+    const plan = await runProgram('etcd-compact', [...args, '--dry-run']);
+    expect(JSON.parse(plan.stdout)).toMatchObject({ final: true, revision: last.lastRevision });
+    const res = await runProgram('etcd-compact', [...args, '--compression', 'gzip']);
+    expect(res.code, res.stderr).toBe(0);
+    expect(JSON.parse(res.stdout)).toMatchObject({ final: true, revision: last.lastRevision });
+    expect(JSON.parse(res.stdout).name).toMatch(
+      new RegExp(`^v2/Full-00000000-0*${last.lastRevision}-\\d+\\.gz\\.final$`),
+    );
+  });
+
+  it('refuses to run beside another compaction of the same store in the same work dir (exit 1)', async () => {
+    await copyOfStore('concurrent');
+    const work = at('work-concurrent');
+    await mkdir(work);
+    const args = ['--store', `file://${at('concurrent')}`, '--work-dir', work];
+    const first = startProgram('etcd-compact', args);
+    const exited = new Promise<number | null>((resolve) => first.once('exit', resolve));
+    await privateEtcdPid(work);
+    const second = await runProgram('etcd-compact', args);
+    expect(second.code).toBe(1);
+    expect(JSON.parse(second.stderr.trim().split('\n').at(-1)!).msg).toMatch(
+      /another etcd-compact \(pid \d+\) is compacting this store in .*: let it finish/,
+    );
+    expect(await exited).toBe(0);
+    expect(await readdir(work)).toEqual([]);
+  });
+
+  it('stopped by SIGTERM while its private etcd runs: exit 1, etcd stopped, scratch folder removed, nothing stored', async () => {
+    const work = at('work-stopped');
+    await mkdir(work);
+    const child = startProgram('etcd-compact', ['--store', storeUrl, '--work-dir', work]);
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const etcdPid = await privateEtcdPid(work);
+    child.kill('SIGTERM');
+    expect(await exited).toBe(1);
+    expect(running(etcdPid)).toBe(false);
+    expect(await readdir(work)).toEqual([]);
+    expect((await listSnapshots(store)).map((e) => e.name)).toEqual(before);
+  });
+
+  it('killed while its private etcd runs: the next run stops that etcd, clears the scratch folder and compacts', async () => {
+    const work = at('work-killed');
+    await mkdir(work);
+    const child = startProgram('etcd-compact', ['--store', storeUrl, '--work-dir', work]);
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    const etcdPid = await privateEtcdPid(work);
+    child.kill('SIGKILL');
+    await exited;
+    expect(running(etcdPid)).toBe(true); // nothing stopped it
+    expect((await listSnapshots(store)).map((e) => e.name)).toEqual(before);
+
+    const res = await runProgram('etcd-compact', ['--store', storeUrl, '--work-dir', work, '--output', 'json']);
+    expect(res.code, res.stderr).toBe(0);
+    await waitFor('the orphaned etcd to end', async () => !running(etcdPid));
+    expect(await readdir(work)).toEqual([]);
+    const after = (await listSnapshots(store)).map((e) => e.name);
+    expect(after.filter((n) => !before.includes(n))).toEqual([JSON.parse(res.stdout).name]);
+  });
+});
+
+/** A copy of the test's store, to change without disturbing the other tests. */
+async function copyOfStore(name: string): Promise<LocalStore> {
+  const source = new LocalStore(at('store'));
+  const copy = new LocalStore(at(name));
+  for (const e of await listSnapshots(source)) await copy.put(e.name, await source.get(e.name));
+  return copy;
+}
+
+/** The pid of the private etcd a compaction working in `work` runs, once it has recorded it. */
+function privateEtcdPid(work: string): Promise<number> {
+  return waitFor(
+    "the private etcd's pid",
+    async () => {
+      const [scratch] = await readdir(work);
+      const pid = scratch && Number(await readFile(join(work, scratch, 'compact-etcd.pid'), 'utf8').catch(() => ''));
+      return pid || undefined;
+    },
+    120_000,
+  );
+}
+
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('etcd-compact killed at the upload', () => {
+  let server: S3TestServer;
+  const env: NodeJS.ProcessEnv = { AWS_EC2_METADATA_DISABLED: 'true' };
+
+  beforeAll(async () => {
+    server = await startS3Server({ buckets: ['backups'] });
+    const credentials = at('credentials.json');
+    await writeFile(
+      credentials,
+      JSON.stringify({
+        accessKeyID: server.accessKeyId,
+        secretAccessKey: server.secretAccessKey,
+        region: server.region,
+      }),
+    );
+    env.AWS_APPLICATION_CREDENTIALS_JSON = credentials;
+    Object.assign(process.env, env); // for this test's own store client
+  });
+  afterAll(() => server?.stop());
+
+  it('leaves the store as it was; the next run clears what it left and compacts', async () => {
+    const url = (endpoint: string) => `s3://backups/etcd?endpoint=${encodeURIComponent(endpoint)}`;
+    const store = await openStore(url(server.endpoint));
+    const cluster = await startCluster();
+    try {
+      await buildChainStore(cluster.client(), cluster.endpoints, store, { tempDir: at(), keys: 600 });
+    } finally {
+      await cluster.stop();
+    }
+    const before = (await listSnapshots(store)).map((e) => e.name);
+    // Uploads (PUT, and POST to begin a multipart one) hang in the proxy; reads pass.
+    const proxy = await startFaultProxy({
+      target: server.endpoint,
+      failureRate: 1,
+      faults: ['hang'],
+      methods: ['PUT', 'POST'],
+    });
+    const work = at('work');
+    await mkdir(work);
+    try {
+      const child = startProgram('etcd-compact', ['--store', url(proxy.endpoint), '--work-dir', work], env);
+      let stderr = '';
+      child.stderr?.on('data', (d) => (stderr += d));
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      await waitFor('the upload to begin', async () => proxy.stats.faults.hang > 0, 120_000).catch((err) => {
+        throw new Error(`${err.message}: ${stderr}`);
+      });
+      expect(stderr).toMatch(/"msg":"storing the compacted snapshot"/);
+      child.kill('SIGKILL');
+      await exited;
+    } finally {
+      await proxy.stop();
+    }
+    expect((await listSnapshots(store)).map((e) => e.name)).toEqual(before);
+    expect(server.pendingUploads('backups')).toEqual([]);
+    expect((await readdir(work)).filter((f) => f.startsWith('etcd-compact-'))).toHaveLength(1);
+
+    const res = await runProgram(
+      'etcd-compact',
+      ['--store', url(server.endpoint), '--work-dir', work, '--output', 'json'],
+      env,
+    );
+    expect(res.code, res.stderr).toBe(0);
+    const after = (await listSnapshots(store)).map((e) => e.name);
+    expect(after.filter((n) => !before.includes(n))).toEqual([JSON.parse(res.stdout).name]);
+    expect(await readdir(work)).toEqual([]);
+    await rm(work, { recursive: true, force: true });
+  });
+});

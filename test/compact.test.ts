@@ -1,0 +1,105 @@
+import { mkdir, readdir } from 'node:fs/promises';
+import { LocalStore, listSnapshots, parseSnapshotName, takeFullSnapshot } from '@etcd-steward/core';
+import { startCluster, storeDeltas, syntheticEvents, writeWorkload } from '@etcd-steward/testing';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { restoreAndFingerprint } from './restore-program.js';
+import { runProgram } from './run-program.js';
+import { tempDir } from './temp-dir.js';
+
+const REVISIONS = 100_000;
+
+/**
+ * A long chain: a full snapshot of a real etcd, then 100,000 revisions of deltas made up after it (writing
+ * them through etcd would take minutes). The compacted full snapshot alone must restore what the chain does.
+ */
+describe('etcd-compact of a chain of 100,000 delta revisions', () => {
+  const at = tempDir('compact-');
+  let storeUrl: string;
+  let store: LocalStore;
+  let full: string;
+  let lastRevision: number;
+  let before: string[];
+
+  beforeAll(async () => {
+    const cluster = await startCluster();
+    try {
+      await writeWorkload(cluster.client(), { keys: 800 });
+      store = new LocalStore(at('store'));
+      storeUrl = `file://${at('store')}`;
+      const saved = await takeFullSnapshot({
+        connection: { endpoints: cluster.endpoints },
+        store,
+        compression: 'gzip',
+        tempDir: at(),
+      });
+      full = saved.ref.name;
+      const events = syntheticEvents({ startRevision: saved.revision + 1, revisions: REVISIONS });
+      lastRevision = events[events.length - 1].modRevision;
+      const cuts = Array.from({ length: 9 }, (_, i) => saved.revision + 1 + (i + 1) * (REVISIONS / 10));
+      await storeDeltas(store, events, { startRevision: saved.revision + 1, cuts, compression: 'gzip' });
+    } finally {
+      await cluster.stop();
+    }
+    before = (await listSnapshots(store)).map((e) => e.name);
+  });
+
+  const restoreFrom = (snapshot: string, name: string) =>
+    restoreAndFingerprint(storeUrl, at(), name, ['--snapshot', snapshot]);
+
+  it('--dry-run prints what it would fold and changes nothing', async () => {
+    const res = await runProgram('etcd-compact', ['--store', storeUrl, '--work-dir', at(), '--dry-run']);
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stdout).toContain(`plan: fold 11 object(s) of ${storeUrl}`);
+    expect(res.stdout).toContain(
+      `into one full snapshot at revision ${lastRevision} (${REVISIONS} revision(s) folded)`,
+    );
+    expect(res.stdout).toContain(full);
+    const json = await runProgram('etcd-compact', ['--store', storeUrl, '--dry-run', '--output', 'json']);
+    expect(JSON.parse(json.stdout)).toMatchObject({ revision: lastRevision, revisions: REVISIONS, final: false });
+    expect(JSON.parse(json.stdout).objects).toHaveLength(11);
+    expect((await listSnapshots(store)).map((e) => e.name)).toEqual(before);
+  });
+
+  it('folds the chain into one full snapshot that alone restores the same revision and keyspace', async () => {
+    const work = at('work');
+    await mkdir(work);
+    const res = await runProgram('etcd-compact', ['--store', storeUrl, '--work-dir', work, '--output', 'json']);
+    expect(res.code, res.stderr).toBe(0);
+    const result = JSON.parse(res.stdout);
+    expect(result).toMatchObject({
+      revision: lastRevision,
+      revisionsFolded: REVISIONS,
+      final: false,
+      objects: before,
+    });
+    expect(result.name).toMatch(new RegExp(`^v2/Full-00000000-0*${lastRevision}-\\d+\\.zst$`));
+    expect(result.snapshotBytes).toBeGreaterThan(0);
+    expect(result.peakRssBytes).toBeGreaterThan(0);
+    // progress on the way (JSON lines when not a terminal), the scratch folder gone at the end
+    expect(res.stderr).toMatch(/"level":"progress","msg":"replay"/);
+    expect(res.stderr).toMatch(/"msg":"compacting the history","revision":\d+/);
+    expect(await readdir(work)).toEqual([]);
+    // one object added, none changed or removed
+    const after = (await listSnapshots(store)).map((e) => e.name);
+    expect(after.filter((n) => !before.includes(n))).toEqual([result.name]);
+    expect(after).toEqual(expect.arrayContaining(before));
+    expect(parseSnapshotName(result.name)).toMatchObject({ kind: 'Full', startRevision: 0, lastRevision });
+
+    const fromChain = await restoreFrom(full, 'from-chain');
+    const fromCompacted = await restoreFrom(result.name, 'from-compacted');
+    expect(fromChain.result).toMatchObject({ revision: lastRevision, snapshot: full });
+    expect(fromChain.result.deltas).toHaveLength(10);
+    expect(fromCompacted.result).toMatchObject({ revision: lastRevision, snapshot: result.name, deltas: [] });
+    expect(fromCompacted.fingerprint).toEqual(fromChain.fingerprint);
+    expect(fromCompacted.fingerprint.revision).toBe(lastRevision);
+  });
+
+  it('has nothing to fold once the newest full snapshot is the newest revision: exit 0, one line', async () => {
+    const res = await runProgram('etcd-compact', ['--store', storeUrl, '--work-dir', at()]);
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stdout.trim().split('\n')).toHaveLength(1);
+    expect(res.stdout).toMatch(
+      /^nothing to fold in .*: the newest full snapshot v2\/Full-00000000-\d+-\d+\.zst is at revision \d+ and no delta follows it\n$/,
+    );
+  });
+});
