@@ -1,7 +1,7 @@
-import { fetchFullSnapshot } from '../backup/fetch-full-snapshot.js';
+import { fetchFullSnapshot, isUnusableFullSnapshot } from '../backup/fetch-full-snapshot.js';
 import { type CatalogEntry, catalogStore } from '../backup/snapshot-catalog.js';
 import { MAINTENANCE_LOCK, withStoreLock } from '../backup/store-lock.js';
-import { IntegrityError, OperationError } from '../common/errors.js';
+import { errorMessage, OperationError } from '../common/errors.js';
 import { type Logger, silentLogger } from '../common/logger.js';
 import { cleanupIncompleteUploads } from '../store/incomplete-uploads.js';
 import type { SnapStore } from '../store/snapstore.js';
@@ -100,8 +100,8 @@ async function newestVerifiedFull(
       await fetchFullSnapshot(store, full, '/dev/null', { signal });
       return full.name;
     } catch (err) {
-      if (!(err instanceof IntegrityError)) throw err;
-      logger.warn(`${full.name} does not verify, so it cannot start the newest chain: ${err.message}`);
+      if (!isUnusableFullSnapshot(err)) throw err;
+      logger.warn(`${full.name} does not verify, so it cannot start the newest chain: ${errorMessage(err)}`);
     }
   }
   if (fulls.length > 0) {
