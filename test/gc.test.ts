@@ -244,6 +244,30 @@ describe('etcd-gc (programs as processes, real etcd, file:// and S3 stores)', ()
       await store?.close?.();
     });
 
+    it('retries a failed delete, reports one that keeps failing, goes on with the rest, and exits 1', async () => {
+      const prefix = 'refusing';
+      const refusing = await s3.open(prefix);
+      const origin = new LocalStore(path('origin'));
+      for (const object of await origin.list('v2/')) {
+        await refusing.put(object.name, await origin.get(object.name), { metadata: object.metadata });
+      }
+      await refusing.close?.();
+      s3.server.refuseDeletes(s3.bucket, `${prefix}/${chain.fulls[0].name}`, 1); // then it goes through
+      s3.server.refuseDeletes(s3.bucket, `${prefix}/${chain.deltas[0].name}`, 100);
+      const res = await gc(s3.url(prefix), '--keep-last', '1', '--output', 'json');
+      expect(res.code, res.stderr).toBe(1);
+      const report = JSON.parse(res.stdout);
+      const byName = new Map(report.objects.map((o: { name: string }) => [o.name, o]));
+      expect(byName.get(chain.fulls[0].name)).toMatchObject({ action: 'delete', result: 'deleted' });
+      expect(byName.get(chain.deltas[0].name)).toMatchObject({
+        action: 'delete',
+        result: 'failed',
+        reason: expect.stringMatching(/access denied/i),
+      });
+      expect(report.summary).toMatchObject({ deleted: { objects: 7 }, failed: { objects: 1 }, kept: { objects: 4 } });
+      expect(res.stderr).toContain(`${chain.deltas[0].name}: not deleted`);
+    });
+
     it('skips and reports objects under object lock, deletes the rest, aborts incomplete uploads', async () => {
       s3.server.lockObject(s3.bucket, `gc/${chain.fulls[0].name}`, new Date(Date.now() + 86_400_000));
       s3.server.lockObject(s3.bucket, `gc/${chain.deltas[0].name}`, 'legal-hold');

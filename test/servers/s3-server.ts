@@ -21,6 +21,8 @@ export interface S3TestServer extends TestServer {
   createBucket(name: string): void;
   /** Multipart uploads not yet completed or aborted, as the server sees them. */
   pendingUploads(bucket: string): { key: string; uploadId: string; parts: number }[];
+  /** Refuses the next `times` deletes of a key with 403 AccessDenied, as a bucket policy denying it would. */
+  refuseDeletes(bucket: string, key: string, times: number): void;
   /** Puts an object under object lock: retained until a date (COMPLIANCE mode), or a legal hold. */
   lockObject(bucket: string, key: string, lock: Date | 'legal-hold'): void;
 }
@@ -63,6 +65,7 @@ export async function startS3Server(options: S3ServerOptions = {}): Promise<S3Te
   const accessKeyId = `AKTEST${randomBytes(6).toString('hex').toUpperCase()}`;
   const secretAccessKey = randomBytes(20).toString('base64');
 
+  const refused = new Map<string, number>(); // `/${bucket}/${key}`: deletes still to refuse
   app.addHook('onRequest', async (request, reply) => {
     const auth = request.headers.authorization ?? '';
     const credential = /Credential=([^/]+)\//.exec(auth)?.[1];
@@ -73,6 +76,11 @@ export async function startS3Server(options: S3ServerOptions = {}): Promise<S3Te
         .send(s3Error('InvalidAccessKeyId', 'The AWS Access Key Id you provided does not exist in our records.'));
     }
     const url = new URL(request.url, 'http://s3');
+    const refusals = refused.get(url.pathname) ?? 0;
+    if (request.method === 'DELETE' && refusals > 0) {
+      refused.set(url.pathname, refusals - 1);
+      return reply.status(403).header('content-type', 'application/xml').send(s3Error('AccessDenied', 'Access Denied'));
+    }
     const bucket = /^\/([^/]+)\/?$/.exec(url.pathname)?.[1];
     if (request.method === 'GET' && bucket && url.searchParams.has('uploads')) {
       const prefix = url.searchParams.get('prefix') ?? '';
@@ -106,6 +114,7 @@ export async function startS3Server(options: S3ServerOptions = {}): Promise<S3Te
     createBucket: (name) => s3Store.createBucket(name),
     pendingUploads: (name) =>
       uploadsOf(s3Store, name).map(({ key, uploadId, parts }) => ({ key, uploadId, parts: parts.size })),
+    refuseDeletes: (bucket, key, times) => refused.set(`/${bucket}/${key}`, times),
     lockObject: (bucket, key, lock) => locks.set(`/${bucket}/${key}`, lock),
     stop: async () => {
       await app.close();
