@@ -5,6 +5,7 @@ export * from './ebr-json.js';
 export * from './fenced-store.js';
 export * from './full-schedule.js';
 export * from './full-snapshots.js';
+export * from './garbage-collector.js';
 export * from './http-server.js';
 export * from './initialization.js';
 export * from './leader-forward.js';

@@ -7,12 +7,16 @@ import {
   checkLocalStore,
   type EtcdArgs,
   type EtcdConnection,
+  ebrRetentionOptions,
   etcdConnection,
   etcdOptions,
   flagGiven,
   parseByteSize,
   parseDuration,
   parseStoreUrl,
+  type RetentionArgs,
+  type RetentionPolicy,
+  retentionPolicy,
   storeOption,
   UsageError,
 } from '@etcd-steward/core';
@@ -44,6 +48,8 @@ export interface SidecarConfig {
   snapshotter: boolean;
   /** A new leader aborts multipart uploads begun longer ago than this (what killed writers left). */
   incompleteUploadMaxAgeMs: number;
+  /** Undefined unless --garbage-collection-period is more than 1s. */
+  garbageCollection?: { periodMs: number; policy: RetentionPolicy };
   /** Undefined with --no-server. */
   server?: {
     host: string;
@@ -58,7 +64,13 @@ export interface SidecarConfig {
 const LEADER_STEP_DOWN_MS = 2_000;
 
 export function sidecarOptions<T>(y: Argv<T>) {
-  return storeOption(etcdOptions(y))
+  return ebrRetentionOptions(storeOption(etcdOptions(y)), { policyDefault: 'Exponential' })
+    .option('garbage-collection-period', {
+      type: 'string',
+      default: '0',
+      describe:
+        "Delete the snapshots the policy no longer keeps this often, on the leader's sidecar (as etcd-gc does; docs/gc.md); 1s or less: never (ebr's default is 1m; here it is off unless asked for)",
+    })
     .option('compression', {
       choices: COMPRESSION_POLICIES,
       default: 'zstd' as CompressionPolicy,
@@ -139,7 +151,8 @@ export function sidecarOptions<T>(y: Argv<T>) {
 }
 
 /** The parsed flags, as sidecarOptions declares them. */
-export interface SidecarArgs extends EtcdArgs {
+export interface SidecarArgs extends EtcdArgs, RetentionArgs {
+  'garbage-collection-period': string;
   store: string;
   compression: CompressionPolicy;
   schedule: string;
@@ -204,8 +217,17 @@ export async function sidecarConfig(args: SidecarArgs): Promise<SidecarConfig> {
     handoverDelayMs: deltaUploadTimeoutMs + reelectionPeriodMs + LEADER_STEP_DOWN_MS,
     snapshotter: args.snapshotter,
     incompleteUploadMaxAgeMs: parseDuration(args['incomplete-upload-max-age'], 'incomplete-upload-max-age'),
+    garbageCollection: garbageCollectionConfig(args),
     server: args.server ? await serverConfig(args) : undefined,
   };
+}
+
+/** ebr takes a period of 1s or less as "no garbage collection". */
+function garbageCollectionConfig(args: SidecarArgs): SidecarConfig['garbageCollection'] {
+  const periodMs = parseDuration(args['garbage-collection-period'], 'garbage-collection-period');
+  if (periodMs <= 1_000) return undefined;
+  const chunkMaxAgeMs = parseDuration(args['incomplete-upload-max-age'], 'incomplete-upload-max-age');
+  return { periodMs, policy: retentionPolicy(args, { chunkMaxAgeMs }) };
 }
 
 async function serverConfig(args: SidecarArgs): Promise<SidecarConfig['server']> {
