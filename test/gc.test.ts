@@ -33,7 +33,7 @@ describe('etcd-gc (programs as processes, real etcd, file:// and S3 stores)', ()
   let chain: ChainStore;
   let source: KeyspaceFingerprint;
   let s3: S3Target;
-  const fast = ['--lock-settle', '200ms'];
+  const fast = ['--lock-settle', '1s'];
 
   /** Every file of a local store folder but the store's own metadata, as paths. */
   const files = async (root: string) =>

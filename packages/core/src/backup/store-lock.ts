@@ -16,7 +16,8 @@ export interface StoreLockOptions {
   ttlMs: number;
   /**
    * How long a taker waits between writing the lock and reading it back; a taker whose own read and write took
-   * longer than half of it gives up, so two takers cannot both see their own lock (docs/gc.md §5).
+   * longer than half of it undoes its write and tries again, so two takers cannot both see their own lock
+   * (docs/gc.md §5).
    */
   settleMs?: number;
   /** What the holder is doing, shown to whoever finds the lock taken. */
@@ -85,7 +86,20 @@ class StoreLock {
     this.settleMs = options.settleMs ?? DEFAULT_LOCK_SETTLE_MS;
   }
 
+  /** Takes the lock; a try whose read and write were too slow to be sure is undone and made again, twice. */
   async take(): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      if (await this.tryTake()) return;
+      if (attempt === 3) {
+        throw new StoreLockedError(
+          `${this.store.location}: taking the lock ${this.object} took longer than ${this.settleMs / 2} ms three times, too long to be sure no other process took it at the same time; nothing was done: try again, or give the lock a longer settle time`,
+        );
+      }
+    }
+  }
+
+  /** false when the read and the write took too long (the lock is then removed again). */
+  private async tryTake(): Promise<boolean> {
     const started = Date.now();
     const current = await this.read();
     if (current && current.token !== this.token && Date.parse(current.expiresAt) > Date.now()) {
@@ -94,9 +108,7 @@ class StoreLock {
     await this.write();
     if (Date.now() - started > this.settleMs / 2) {
       await this.release();
-      throw new StoreLockedError(
-        `${this.store.location}: taking the lock ${this.object} took longer than ${this.settleMs / 2} ms, too long to be sure no other process took it at the same time; nothing was done: try again`,
-      );
+      return false;
     }
     await sleep(this.settleMs, undefined, { signal: this.options.signal });
     const after = await this.read();
@@ -105,6 +117,7 @@ class StoreLock {
         ? this.taken(after)
         : new StoreLockedError(`${this.store.location}: the lock ${this.object} was removed as it was taken`);
     }
+    return true;
   }
 
   /** Pushes the expiry on, unless the lock is no longer ours (it expired while this process stalled). */
