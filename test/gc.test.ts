@@ -175,6 +175,16 @@ describe('etcd-gc (programs as processes, real etcd, file:// and S3 stores)', ()
     });
   });
 
+  it('prints the whole report of a store of thousands of objects through a pipe', async () => {
+    await cp(path('origin'), path('large'), { recursive: true });
+    const old = Array.from({ length: 4000 }, (_, i) => `Incr-00000001-00000001-${1_700_000_000 + i}.gz`);
+    await Promise.all(old.map((name) => writeFile(path('large', 'v2', name), '')));
+    const res = await gc(`file://${path('large')}`, '--keep-last', '1', '--dry-run', '--output', 'json');
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stdout.length).toBeGreaterThan(1 << 19);
+    expect(JSON.parse(res.stdout).objects).toHaveLength(4012);
+  });
+
   it('refuses bad usage with exit code 2 before touching anything', async () => {
     const before = await files(path('locked'));
     const store = `file://${path('locked')}`;
