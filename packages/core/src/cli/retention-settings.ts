@@ -14,7 +14,7 @@ export function ebrRetentionOptions<T>(y: Argv<T>, options: { policyDefault?: (t
       choices: EBR_POLICIES,
       ...(options.policyDefault ? { default: options.policyDefault } : {}),
       describe:
-        "ebr's policy for full snapshots: Exponential keeps every full of the current hour, the newest a hour today, a day for a week, a week for 4 weeks; LimitBased the newest --max-backups (docs/gc.md §2)",
+        "ebr's policy for full snapshots: Exponential keeps every full of the current hour, then the newest of each hour today, of each of the 7 days before, of each week up to 5 weeks back; LimitBased the newest --max-backups (docs/gc.md §2)",
     })
     .option('max-backups', {
       alias: 'm',
@@ -26,7 +26,7 @@ export function ebrRetentionOptions<T>(y: Argv<T>, options: { policyDefault?: (t
       type: 'string',
       default: '0',
       describe:
-        "Deltas older than this go, except those after the newest full snapshot, which stay; 0 (ebr's default): at once (e.g. 24h, 7d)",
+        "Deltas older than this go, except those of the newest restorable chain, which stay; 0 (ebr's default): at once (e.g. 24h, 7d)",
     });
 }
 
