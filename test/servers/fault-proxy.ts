@@ -8,7 +8,8 @@
  * - `cut-response`:  the response starts, then the connection is destroyed midway through its body;
  * - `stall`:         the request waits `stallMs` before it is forwarded (a slow server);
  * - `hang`:          nothing is ever answered, until the client gives up (needs a client timeout).
- * Headers pass through unchanged (Host included), so signed requests stay valid.
+ * Headers pass through unchanged (Host included), so signed requests stay valid. `answer` lets a test answer
+ * chosen requests itself, as the real service would where the test server cannot (an error it never gives).
  */
 import { Agent, createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { closeServer, listenOnLoopback, type TestServer } from './test-server.ts';
@@ -24,6 +25,8 @@ export interface FaultProxyOptions {
   stallMs?: number;
   /** Makes the sequence of faults repeatable. */
   seed?: number;
+  /** An answer for a request, instead of forwarding it; undefined: forward (or fault) as usual. */
+  answer?: (req: IncomingMessage) => { status: number; headers?: Record<string, string>; body?: string } | undefined;
 }
 
 export interface FaultProxy extends TestServer {
@@ -55,6 +58,12 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
 
   const server = createServer((req, res) => {
     stats.requests++;
+    const answer = options.answer?.(req);
+    if (answer) {
+      req.resume();
+      req.on('end', () => res.writeHead(answer.status, answer.headers).end(answer.body));
+      return;
+    }
     const fault = random() < proxy.failureRate ? faults[Math.floor(random() * faults.length)] : undefined;
     if (fault) stats.faults[fault]++;
     switch (fault) {
