@@ -47,6 +47,7 @@ async function buildStore(objects: number): Promise<string> {
   // the newest full: a real etcd brought to the revision the deltas reach
   // etcd 3.4 fsyncs every write: on tmpfs that costs nothing
   const etcdDir = join(existsSync('/dev/shm') ? '/dev/shm' : values.dir, `bench-gc-etcd-${objects}`);
+  await rm(etcdDir, { recursive: true, force: true }); // what an interrupted build left
   const revision = await withMember(join(etcdDir, 'data'), async (client, endpoint) => {
     const puts = Array.from({ length: 64 }, async (_, w) => {
       for (let i = w; i < deltas; i += 64) await client.put(`/bench/${i % 1000}`).value(String(i));
@@ -93,6 +94,7 @@ const rows = [['objects', 'seconds (median)', 'peak RSS MB (max)', 'target']];
 for (const objects of sizes) {
   const dir = await buildStore(objects);
   const results: { seconds: number; peakRssMb: number }[] = [];
+  let decided = 0;
   for (let i = 0; i <= runs; i++) {
     const m = await measure(process.execPath, [
       join(root, 'packages/gc/bin/etcd-gc.js'),
@@ -108,14 +110,14 @@ for (const objects of sizes) {
     ]);
     if (m.code !== 0) throw new Error(`etcd-gc exited ${m.code}: ${m.stderr}`);
     const report = JSON.parse(m.stdout) as { objects: unknown[] };
-    if (i === 0) console.log(`${objects}: the plan decides ${report.objects.length} objects`);
-    else results.push(m); // the first run warms the page cache
+    decided = report.objects.length;
+    if (i > 0) results.push(m); // the first run warms the page cache
   }
   rows.push([
-    String(objects),
+    String(decided),
     median(results.map((r) => r.seconds)).toFixed(2),
     Math.max(...results.map((r) => r.peakRssMb)).toFixed(0),
-    objects === 100_000 ? '< 5 s' : '',
+    decided >= 100_000 ? '< 5 s' : '',
   ]);
 }
 printTable(rows);
