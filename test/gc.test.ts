@@ -126,6 +126,7 @@ describe('etcd-gc (programs as processes, real etcd, file:// and S3 stores)', ()
     const res = await gc(`file://${path('file')}`, '--keep-last', '1');
     expect(res.code, res.stderr).toBe(0);
     expect(res.stdout).toMatch(/^ACTION +KIND +CREATED \(UTC\) +SIZE +OBJECT +RULE$/m);
+    expect(res.stderr).toContain('"level":"progress","msg":"delete","objects":9,"of":9');
     expect(res.stdout).toMatch(new RegExp(`^deleted +Full .+ ${chain.fulls[0].name} +no rule keeps it$`, 'm'));
     expect(res.stdout).toMatch(
       /^deleted 9 \(.+\); kept 3 \(.+\); failed 0 \(0 B\); immutable, skipped 0 \(0 B\); not snapshots, untouched 2$/m,

@@ -51,8 +51,10 @@ export async function pruneStore(store: SnapStore, options: PruneOptions): Promi
     const outcomes = new Map<string, DeleteOutcome>();
     if (options.dryRun) return { dryRun: true, plan, outcomes };
     const doomed = plan.decisions.filter((d) => d.action === 'delete');
+    let done = 0;
+    let reported = 0;
     for (const phase of [doomed.filter((d) => d.kind === 'Full'), doomed.filter((d) => d.kind !== 'Full')]) {
-      const done = await deleteObjects(
+      const outcome = await deleteObjects(
         store,
         phase.map((d) => d.name),
         {
@@ -60,6 +62,11 @@ export async function pruneStore(store: SnapStore, options: PruneOptions): Promi
           attempts: options.attempts,
           signal,
           onOutcome: (o) => {
+            done++;
+            if (Date.now() - reported >= 1000 || done === doomed.length) {
+              reported = Date.now();
+              logger.progress('delete', { objects: done, of: doomed.length });
+            }
             if (o.result !== 'deleted')
               logger.warn(`${o.name}: ${o.result === 'immutable' ? 'immutable, skipped' : 'not deleted'}`, {
                 reason: o.reason,
@@ -68,7 +75,7 @@ export async function pruneStore(store: SnapStore, options: PruneOptions): Promi
           },
         },
       );
-      for (const o of done) outcomes.set(o.name, o);
+      for (const o of outcome) outcomes.set(o.name, o);
     }
     signal?.throwIfAborted();
     const uploadsAborted = await cleanupIncompleteUploads(store, options.incompleteUploadMaxAgeMs);
@@ -97,7 +104,7 @@ async function newestVerifiedFull(
   const fulls = snapshots.filter((e) => e.kind === 'Full').reverse();
   for (const full of fulls) {
     try {
-      await fetchFullSnapshot(store, full, '/dev/null', { signal });
+      await fetchFullSnapshot(store, full, '/dev/null', { signal, logger });
       return full.name;
     } catch (err) {
       if (!isUnusableFullSnapshot(err)) throw err;
