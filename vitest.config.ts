@@ -11,6 +11,7 @@ export default defineConfig({
       { find: /^@etcd-steward\/testing$/, replacement: src('testing') },
       { find: /^@etcd-steward\/core$/, replacement: src('core') },
       { find: /^@etcd-steward\/snapshot$/, replacement: src('snapshot') },
+      { find: /^@etcd-steward\/gc$/, replacement: src('gc') },
       { find: /^@etcd-steward\/restore$/, replacement: src('restore') },
       { find: /^@etcd-steward\/validate$/, replacement: src('validate') },
       { find: /^@etcd-steward\/compact$/, replacement: src('compact') },

@@ -1,6 +1,7 @@
 // The demo README points to: a throwaway etcd and a local-directory store; a full snapshot, the sidecar
-// writing delta snapshots while writes go on, the chain compacted into one new full snapshot, then break the
-// data dir (etcd-validate: restore needed), restore from it (etcd-validate: valid), verify.
+// writing delta snapshots while writes go on, the chain compacted into one new full snapshot, a preview of
+// garbage collection, then break the data dir (etcd-validate: restore needed), restore from it (etcd-validate:
+// valid), verify.
 // Runs the real programs as a user would. Run through scripts/demo, which sets up and builds first.
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
@@ -52,6 +53,9 @@ try {
 
   step('folding the full snapshot and the deltas into one new full snapshot (the CronJob etcd-compact)');
   program('etcd-compact', ['--store', store, '--work-dir', work]);
+
+  step('what retention would delete (etcd-gc --dry-run): nothing of the newest restorable chain');
+  program('etcd-gc', ['--store', store, '--keep-last', '1', '--dry-run']);
 
   step('breaking etcd: stop it and delete its data dir');
   const member = cluster.members[0];

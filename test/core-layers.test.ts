@@ -12,6 +12,7 @@ const LAYERS = [
   'store',
   'etcd',
   'backup',
+  'retention',
   'replay',
   'validation',
   'restore',

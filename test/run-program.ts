@@ -12,6 +12,7 @@ const bins: Record<string, string> = {
   'etcd-restore': '../packages/restore/bin/etcd-restore.js',
   'etcd-validate': '../packages/validate/bin/etcd-validate.js',
   'etcd-compact': '../packages/compact/bin/etcd-compact.js',
+  'etcd-gc': '../packages/gc/bin/etcd-gc.js',
 };
 
 /** Runs a built program as a user would (a separate Node process), never throwing on a non-zero exit. */

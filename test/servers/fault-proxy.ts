@@ -8,7 +8,8 @@
  * - `cut-response`:  the response starts, then the connection is destroyed midway through its body;
  * - `stall`:         the request waits `stallMs` before it is forwarded (a slow server);
  * - `hang`:          nothing is ever answered, until the client gives up (needs a client timeout).
- * Headers pass through unchanged (Host included), so signed requests stay valid.
+ * Headers pass through unchanged (Host included), so signed requests stay valid. `answer` lets a test answer
+ * chosen requests itself, as the real service would where the test server cannot (an error it never gives).
  */
 import { Agent, createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { closeServer, listenOnLoopback, type TestServer } from './test-server.ts';
@@ -26,6 +27,8 @@ export interface FaultProxyOptions {
   seed?: number;
   /** Only requests with these methods get faults (default: all), e.g. PUT and POST to hold uploads alone. */
   methods?: string[];
+  /** An answer for a request, instead of forwarding it; undefined: forward (or fault) as usual. */
+  answer?: (req: IncomingMessage) => { status: number; headers?: Record<string, string>; body?: string } | undefined;
 }
 
 export interface FaultProxy extends TestServer {
@@ -57,6 +60,12 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
 
   const server = createServer((req, res) => {
     stats.requests++;
+    const answer = options.answer?.(req);
+    if (answer) {
+      req.resume();
+      req.on('end', () => res.writeHead(answer.status, answer.headers).end(answer.body));
+      return;
+    }
     const eligible = !options.methods || options.methods.includes(req.method ?? '');
     const fault = eligible && random() < proxy.failureRate ? faults[Math.floor(random() * faults.length)] : undefined;
     if (fault) stats.faults[fault]++;

@@ -1,7 +1,8 @@
 /**
  * A small GCS JSON-API server, faithful enough for the real `@google-cloud/storage` client: buckets, simple
  * (media and multipart) and resumable uploads (one streamed request or many chunks, status queries, cancel),
- * downloads with ranges and `x-goog-hash`, object metadata, listings with prefix/delimiter/pageToken, delete.
+ * downloads with ranges and `x-goog-hash`, object metadata, listings with prefix/delimiter/pageToken, delete
+ * (refused with GCS's 403 `retentionPolicyNotMet` for an object a test put under retention).
  * No emulator installs here (firebase's needs Java and a download), hence this one.
  *
  * Object bodies live in files, so a 1 GB benchmark upload costs disk, not memory. Paths are accepted with
@@ -24,6 +25,8 @@ export interface GcsTestServer extends TestServer {
    * answered into the void holds none: GCS lets it expire.)
    */
   openSessions(): number;
+  /** Puts an object under retention until `until` (as a bucket retention policy or object retention would). */
+  retainObject(bucket: string, name: string, until: Date): void;
 }
 
 interface StoredObject {
@@ -69,6 +72,7 @@ export async function startGcsServer(): Promise<GcsTestServer> {
   const buckets = new Set<string>();
   const objects = new Map<string, StoredObject>(); // `${bucket}/${name}`
   const sessions = new Map<string, Session>();
+  const retention = new Map<string, Date>(); // `${bucket}/${name}`
   let generation = Date.now() * 1000;
   let nextFile = 0;
   const newFile = () => join(dir, `${nextFile++}.bin`);
@@ -115,6 +119,14 @@ export async function startGcsServer(): Promise<GcsTestServer> {
     const name = decodeURIComponent(bucketMatch[3]);
     const object = objects.get(`${bucket}/${name}`);
     if (!object) throw new HttpError(404, `No such object: ${bucket}/${name}`, 'notFound');
+    const retainedUntil = retention.get(`${bucket}/${name}`);
+    if (method === 'DELETE' && retainedUntil && retainedUntil.getTime() > Date.now()) {
+      throw new HttpError(
+        403,
+        `Object '${bucket}/${name}' is subject to bucket's retention policy or object retention and cannot be deleted or overwritten until ${retainedUntil.toISOString()}`,
+        'retentionPolicyNotMet',
+      );
+    }
     if (method === 'DELETE') {
       objects.delete(`${bucket}/${name}`);
       await rm(object.file, { force: true });
@@ -342,6 +354,7 @@ export async function startGcsServer(): Promise<GcsTestServer> {
     endpoint,
     createBucket: (name) => buckets.add(name),
     openSessions: () => [...sessions.values()].filter((s) => !s.done && s.received > 0).length,
+    retainObject: (bucket, name, until) => retention.set(`${bucket}/${name}`, until),
     stop: async () => {
       await closeServer(server);
       await rm(dir, { recursive: true, force: true });

@@ -2,7 +2,10 @@
  * fauxqs as an S3 server on 127.0.0.1. Its own start helper binds 0.0.0.0, so the app is built and bound
  * here. Two things real S3 has and fauxqs lacks are added in front of its routes:
  * - access key checks, so that tests can see what wrong credentials do (the signature is not verified);
- * - ListMultipartUploads, which `cleanupIncompleteUploads` needs.
+ * - ListMultipartUploads, which `cleanupIncompleteUploads` needs;
+ * - object lock as HEAD shows it (`x-amz-object-lock-*` headers), for objects a test locks: S3 itself keeps a
+ *   locked version from deletion while an unversioned delete only hides it, which the store avoids by reading
+ *   the lock first (s3-store.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -18,6 +21,10 @@ export interface S3TestServer extends TestServer {
   createBucket(name: string): void;
   /** Multipart uploads not yet completed or aborted, as the server sees them. */
   pendingUploads(bucket: string): { key: string; uploadId: string; parts: number }[];
+  /** Refuses the next `times` deletes of a key with 403 AccessDenied, as a bucket policy denying it would. */
+  refuseDeletes(bucket: string, key: string, times: number): void;
+  /** Puts an object under object lock: retained until a date (COMPLIANCE mode), or a legal hold. */
+  lockObject(bucket: string, key: string, lock: Date | 'legal-hold'): void;
 }
 
 export interface S3ServerOptions {
@@ -58,6 +65,7 @@ export async function startS3Server(options: S3ServerOptions = {}): Promise<S3Te
   const accessKeyId = `AKTEST${randomBytes(6).toString('hex').toUpperCase()}`;
   const secretAccessKey = randomBytes(20).toString('base64');
 
+  const refused = new Map<string, number>(); // `/${bucket}/${key}`: deletes still to refuse
   app.addHook('onRequest', async (request, reply) => {
     const auth = request.headers.authorization ?? '';
     const credential = /Credential=([^/]+)\//.exec(auth)?.[1];
@@ -68,12 +76,31 @@ export async function startS3Server(options: S3ServerOptions = {}): Promise<S3Te
         .send(s3Error('InvalidAccessKeyId', 'The AWS Access Key Id you provided does not exist in our records.'));
     }
     const url = new URL(request.url, 'http://s3');
+    const refusals = refused.get(url.pathname) ?? 0;
+    if (request.method === 'DELETE' && refusals > 0) {
+      refused.set(url.pathname, refusals - 1);
+      return reply.status(403).header('content-type', 'application/xml').send(s3Error('AccessDenied', 'Access Denied'));
+    }
     const bucket = /^\/([^/]+)\/?$/.exec(url.pathname)?.[1];
     if (request.method === 'GET' && bucket && url.searchParams.has('uploads')) {
       const prefix = url.searchParams.get('prefix') ?? '';
       const uploads = uploadsOf(s3Store, bucket).filter((u) => u.key.startsWith(prefix));
       return reply.header('content-type', 'application/xml').send(listUploadsXml(bucket, prefix, uploads));
     }
+  });
+
+  const locks = new Map<string, Date | 'legal-hold'>(); // `/${bucket}/${key}`
+  app.addHook('onSend', async (request, reply, payload) => {
+    const lock =
+      request.method === 'HEAD' || request.method === 'GET'
+        ? locks.get(new URL(request.url, 'http://s3').pathname)
+        : undefined;
+    if (lock === 'legal-hold') reply.header('x-amz-object-lock-legal-hold', 'ON');
+    else if (lock) {
+      reply.header('x-amz-object-lock-mode', 'COMPLIANCE');
+      reply.header('x-amz-object-lock-retain-until-date', lock.toISOString());
+    }
+    return payload;
   });
 
   await app.listen({ port: 0, host: '127.0.0.1' });
@@ -87,6 +114,8 @@ export async function startS3Server(options: S3ServerOptions = {}): Promise<S3Te
     createBucket: (name) => s3Store.createBucket(name),
     pendingUploads: (name) =>
       uploadsOf(s3Store, name).map(({ key, uploadId, parts }) => ({ key, uploadId, parts: parts.size })),
+    refuseDeletes: (bucket, key, times) => refused.set(`/${bucket}/${key}`, times),
+    lockObject: (bucket, key, lock) => locks.set(`/${bucket}/${key}`, lock),
     stop: async () => {
       await app.close();
     },

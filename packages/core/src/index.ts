@@ -13,6 +13,7 @@ export * from './etcd/index.js';
 export * from './format/index.js';
 export * from './replay/index.js';
 export * from './restore/index.js';
+export * from './retention/index.js';
 export * from './store/index.js';
 export * from './validation/index.js';
 export * from './wal/index.js';

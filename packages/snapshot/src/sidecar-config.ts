@@ -8,6 +8,7 @@ import {
   clusterMembers,
   type EtcdArgs,
   type EtcdConnection,
+  ebrRetentionOptions,
   etcdConnection,
   etcdOptions,
   flagGiven,
@@ -15,13 +16,16 @@ import {
   type MemberConfig,
   memberOptions,
   memberSettings,
+  parseByteSize,
   parseDuration,
   parseStoreUrl,
+  type RetentionArgs,
+  type RetentionPolicy,
+  retentionPolicy,
   storeOption,
   UsageError,
 } from '@etcd-steward/core';
 import type { Argv } from 'yargs';
-import { parseByteSize } from './flag-values.js';
 import { FullSchedule } from './full-schedule.js';
 import { scratchDir } from './scratch-dir.js';
 
@@ -51,6 +55,8 @@ export interface SidecarConfig {
   initialization?: { dataDir: string; member: MemberConfig };
   /** A new leader aborts multipart uploads begun longer ago than this (what killed writers left). */
   incompleteUploadMaxAgeMs: number;
+  /** Undefined unless --garbage-collection-period is more than 1s. */
+  garbageCollection?: { periodMs: number; policy: RetentionPolicy };
   /** Undefined with --no-server. */
   server?: {
     host: string;
@@ -65,11 +71,17 @@ export interface SidecarConfig {
 const LEADER_STEP_DOWN_MS = 2_000;
 
 export function sidecarOptions<T>(y: Argv<T>) {
-  return memberOptions(storeOption(etcdOptions(y)))
+  return memberOptions(ebrRetentionOptions(storeOption(etcdOptions(y)), { policyDefault: 'Exponential' }))
     .option('data-dir', {
       type: 'string',
       describe:
         "etcd's data dir, as ebr's --data-dir: /initialization/start checks it and, when it is bad, restores it from --store for the member the member flags describe (a single member). Without it, initialization answers Failed",
+    })
+    .option('garbage-collection-period', {
+      type: 'string',
+      default: '0',
+      describe:
+        "Delete the snapshots the policy no longer keeps this often, on the leader's sidecar (as etcd-gc does; docs/gc.md); 1s or less: never (ebr's default is 1m; here it is off unless asked for)",
     })
     .option('compression', {
       choices: COMPRESSION_POLICIES,
@@ -151,7 +163,8 @@ export function sidecarOptions<T>(y: Argv<T>) {
 }
 
 /** The parsed flags, as sidecarOptions declares them. */
-export interface SidecarArgs extends EtcdArgs, MemberArgs {
+export interface SidecarArgs extends EtcdArgs, MemberArgs, RetentionArgs {
+  'garbage-collection-period': string;
   store: string;
   'data-dir'?: string;
   compression: CompressionPolicy;
@@ -218,6 +231,7 @@ export async function sidecarConfig(args: SidecarArgs): Promise<SidecarConfig> {
     snapshotter: args.snapshotter,
     initialization: await initializationConfig(args),
     incompleteUploadMaxAgeMs: parseDuration(args['incomplete-upload-max-age'], 'incomplete-upload-max-age'),
+    garbageCollection: garbageCollectionConfig(args),
     server: args.server ? await serverConfig(args) : undefined,
   };
 }
@@ -233,6 +247,14 @@ async function initializationConfig(args: SidecarArgs): Promise<SidecarConfig['i
   }
   await checkLocalDir(dataDir, '--data-dir');
   return { dataDir, member };
+}
+
+/** ebr takes a period of 1s or less as "no garbage collection". */
+function garbageCollectionConfig(args: SidecarArgs): SidecarConfig['garbageCollection'] {
+  const periodMs = parseDuration(args['garbage-collection-period'], 'garbage-collection-period');
+  if (periodMs <= 1_000) return undefined;
+  const chunkMaxAgeMs = parseDuration(args['incomplete-upload-max-age'], 'incomplete-upload-max-age');
+  return { periodMs, policy: retentionPolicy(args, { chunkMaxAgeMs }) };
 }
 
 async function serverConfig(args: SidecarArgs): Promise<SidecarConfig['server']> {

@@ -4,6 +4,7 @@ import { rm } from 'node:fs/promises';
 import type { Logger } from '@etcd-steward/core';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { type Component, type ComponentContext, startAll, stopAll } from './components.js';
+import { GarbageCollectorComponent } from './garbage-collector.js';
 import { HttpServer } from './http-server.js';
 import { bootstrapInitializer, Initialization } from './initialization.js';
 import { openSidecarStore } from './late-store.js';
@@ -63,6 +64,14 @@ export async function runSidecar(config: SidecarConfig, { logger, signal }: { lo
           storePrefix: config.storePrefix,
           incompleteUploadMaxAgeMs: config.incompleteUploadMaxAgeMs,
         },
+        context,
+      ),
+    );
+  }
+  if (config.garbageCollection) {
+    components.push(
+      new GarbageCollectorComponent(
+        { store, leadership, ...config.garbageCollection, incompleteUploadMaxAgeMs: config.incompleteUploadMaxAgeMs },
         context,
       ),
     );

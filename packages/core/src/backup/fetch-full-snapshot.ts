@@ -8,7 +8,9 @@ import { decompressor } from '../format/compression.js';
 import { DecompressedLimit, decompressedLimit, MAX_COMPRESSION_RATIO } from '../format/decompressed-limit.js';
 import { FullSnapshotCheck, type FullSnapshotFacts } from '../format/full-snapshot-check.js';
 import type { SnapStore } from '../store/snapstore.js';
+import { ObjectNotFoundError } from '../store/snapstore.js';
 import { StoredDigest, verifyStoredDigest } from '../store/stored-digest.js';
+import { isDecompressionError } from './fetch-delta.js';
 import type { CatalogEntry } from './snapshot-catalog.js';
 import { METADATA_DB_SIZE } from './take-full-snapshot.js';
 
@@ -52,6 +54,15 @@ export async function fetchFullSnapshot(
     throw new IntegrityError(`${label} holds revision ${facts.revision}, but its name says ${entry.lastRevision}`);
   }
   return facts;
+}
+
+/**
+ * Whether fetchFullSnapshot failed because the full cannot start a chain (damaged: digest, trailer or
+ * compression; or gone), rather than because the store or the disk failed: restore then takes an older full,
+ * and gc protects the older full's chain.
+ */
+export function isUnusableFullSnapshot(err: unknown): boolean {
+  return err instanceof IntegrityError || isDecompressionError(err) || err instanceof ObjectNotFoundError;
 }
 
 /** The db size we record with a full snapshot (ebr records none); S3 listings carry no metadata, so ask. */

@@ -1,11 +1,12 @@
 /**
  * The store's snapshots as backups: the catalog, chains to restore, taking a full snapshot, fetching and
- * checking fulls and deltas, where a point in time falls.
+ * checking fulls and deltas, where a point in time falls, the store lock of the programs that delete snapshots.
  * May use: common/, bbolt/, format/, store/, etcd/.
  */
 export * from './fetch-delta.js';
 export * from './fetch-full-snapshot.js';
 export * from './snapshot-catalog.js';
 export * from './snapshot-chain.js';
+export * from './store-lock.js';
 export * from './take-full-snapshot.js';
 export * from './time-cut.js';

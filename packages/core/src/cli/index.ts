@@ -10,3 +10,4 @@ export * from './flag-sources.js';
 export * from './local-path.js';
 export * from './program.js';
 export * from './restore-settings.js';
+export * from './retention-settings.js';

@@ -120,6 +120,8 @@ export async function runProgram(
     logger.error(errorMessage(reason));
     if (!(err instanceof StewardError) && process.env.ETCD_STEWARD_DEBUG) console.error(err);
   }
+  // Writes to a pipe are asynchronous: exiting now would cut a large result (a JSON report) short.
+  await new Promise<void>((resolve) => process.stdout.write('', () => resolve()));
   process.exit(code);
 }
 

@@ -53,6 +53,24 @@ export function parseSnapshotName(objectName: string): SnapshotRef | undefined {
   return ref;
 }
 
+/** A part of a snapshot that ebr uploaded in chunks and then composed: `<snapshot object name>/<part number>`. */
+export interface ChunkRef {
+  /** The snapshot the chunk is a part of, as its name describes it. */
+  snapshot: SnapshotRef;
+  name: string;
+}
+
+/**
+ * ebr uploads a large snapshot to GCS as numbered chunk objects under the snapshot's name, composes them and
+ * leaves them for its garbage collector; a killed upload leaves them too. Returns undefined for anything else.
+ */
+export function parseChunkName(objectName: string): ChunkRef | undefined {
+  const slash = objectName.lastIndexOf('/');
+  if (slash < 0 || !/^\d{1,12}$/.test(objectName.slice(slash + 1))) return undefined;
+  const snapshot = parseSnapshotName(objectName.slice(0, slash));
+  return snapshot ? { snapshot, name: objectName } : undefined;
+}
+
 /** Orders snapshots as restore reads them: by last revision, a full before a delta ending at the same revision. */
 export function compareSnapshots(a: SnapshotRef, b: SnapshotRef): number {
   return (

@@ -1,7 +1,7 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fetchDelta, isDecompressionError, readDeltaEvents } from '../backup/fetch-delta.js';
-import { fetchFullSnapshot } from '../backup/fetch-full-snapshot.js';
+import { fetchDelta, readDeltaEvents } from '../backup/fetch-delta.js';
+import { fetchFullSnapshot, isUnusableFullSnapshot } from '../backup/fetch-full-snapshot.js';
 import type { CatalogEntry } from '../backup/snapshot-catalog.js';
 import type { SnapshotChain } from '../backup/snapshot-chain.js';
 import { dbFileRevision } from '../bbolt/db-file-revision.js';
@@ -181,7 +181,7 @@ async function fetchBase(
     }
     return facts;
   } catch (err) {
-    if (err instanceof IntegrityError || isDecompressionError(err) || isMissing(err)) {
+    if (isUnusableFullSnapshot(err)) {
       const reason = err instanceof IntegrityError ? err.message : `${label}: ${errorMessage(err)}`;
       throw new UnusableFullSnapshotError(reason, { cause: err });
     }

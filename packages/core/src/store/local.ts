@@ -18,6 +18,8 @@ import {
 } from './snapstore.js';
 import type { StoreLocation } from './store-url.js';
 
+/** Objects statted at once by a listing. */
+const LISTING_CONCURRENCY = 256;
 /** Kept out of listings: in-flight writes and object metadata live in these folders of the store root. */
 const [META_DIR, TEMP_DIR] = RESERVED_FOLDERS;
 /** A metadata file's name in the current layout, directly in the metadata folder. */
@@ -115,17 +117,38 @@ export class LocalStore implements SnapStore {
     return handle.createReadStream({ start: options.offset ?? 0 });
   }
 
+  /**
+   * Objects are statted `LISTING_CONCURRENCY` at a time, and the metadata folder is listed once rather than two
+   * reads tried for every object (most have no metadata): a store of 100,000 objects lists in seconds.
+   */
   async list(prefix = ''): Promise<StoredObject[]> {
+    const names: string[] = [];
+    await this.walk(this.root, prefix, names);
+    const metaRoot = join(this.root, META_DIR);
+    const metadataFiles = new Set(
+      (await readdir(metaRoot, { recursive: true }).catch(() => [] as string[])).map((p) => join(metaRoot, p)),
+    );
     const out: StoredObject[] = [];
-    await this.walk(this.root, prefix, out);
-    return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    for (let i = 0; i < names.length; i += LISTING_CONCURRENCY) {
+      const batch = names.slice(i, i + LISTING_CONCURRENCY);
+      for (const object of await Promise.all(batch.map((name) => this.statObject(name, metadataFiles)))) {
+        if (object) out.push(object);
+      }
+    }
+    return out;
   }
 
-  async stat(name: string): Promise<StoredObject | undefined> {
+  stat(name: string): Promise<StoredObject | undefined> {
+    return this.statObject(name);
+  }
+
+  /** `metadataFiles`: the metadata files there are, when a listing knows them. */
+  private async statObject(name: string, metadataFiles?: Set<string>): Promise<StoredObject | undefined> {
     try {
       const st = await stat(this.path(name));
       if (!st.isFile()) return undefined;
-      return { name, size: st.size, lastModified: st.mtime, metadata: await this.readMetadata(name) };
+      return { name, size: st.size, lastModified: st.mtime, metadata: await this.readMetadata(name, metadataFiles) };
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw err;
@@ -165,7 +188,8 @@ export class LocalStore implements SnapStore {
     }
   }
 
-  private async walk(dir: string, prefix: string, out: StoredObject[]): Promise<void> {
+  /** The names of the files under `dir` that start with `prefix`. */
+  private async walk(dir: string, prefix: string, out: string[]): Promise<void> {
     let entries: Dirent[];
     try {
       entries = await readdir(dir, { withFileTypes: true });
@@ -180,14 +204,14 @@ export class LocalStore implements SnapStore {
       if (entry.isDirectory()) {
         if (prefix.startsWith(`${name}/`) || `${name}/`.startsWith(prefix)) await this.walk(full, prefix, out);
       } else if (entry.isFile() && name.startsWith(prefix)) {
-        const object = await this.stat(name);
-        if (object) out.push(object);
+        out.push(name);
       }
     }
   }
 
-  private async readMetadata(name: string): Promise<Record<string, string>> {
+  private async readMetadata(name: string, metadataFiles?: Set<string>): Promise<Record<string, string>> {
     for (const path of [this.metaPath(name), this.legacyMetaPath(name)]) {
+      if (metadataFiles && !metadataFiles.has(path)) continue;
       try {
         return JSON.parse(await readFile(path, 'utf8')) as Record<string, string>;
       } catch {}

@@ -57,7 +57,10 @@ export interface SnapStore {
   list(prefix?: string): Promise<StoredObject[]>;
   /** `undefined` when there is no such object. */
   stat(name: string): Promise<StoredObject | undefined>;
-  /** Deleting a missing object is not an error. */
+  /**
+   * Deleting a missing object is not an error. An object the provider keeps from deletion (S3 object lock, GCS
+   * retention or hold, Azure immutability) rejects with ImmutableObjectError, and stays.
+   */
   delete(name: string): Promise<void>;
   /** Releases connections; the store is not used afterwards. */
   close?(): Promise<void>;
@@ -66,5 +69,12 @@ export interface SnapStore {
 export class ObjectNotFoundError extends OperationError {
   constructor(location: string, name: string, options?: { cause?: unknown }) {
     super(`${location}: there is no object "${name}"`, options);
+  }
+}
+
+/** The provider keeps this object from deletion for now (S3 object lock, GCS retention or hold, Azure immutability). */
+export class ImmutableObjectError extends OperationError {
+  constructor(location: string, name: string, reason: string, options?: { cause?: unknown }) {
+    super(`${location}: "${name}" cannot be deleted yet: ${reason}`, options);
   }
 }

@@ -9,6 +9,7 @@ import { withTimeout } from '../request-timeout.js';
 import { type RetryPolicy, retry, statusOf } from '../retry.js';
 import {
   type GetOptions,
+  ImmutableObjectError,
   ObjectNotFoundError,
   type PutOptions,
   type SnapStore,
@@ -153,6 +154,10 @@ export class AzureStore implements SnapStore {
       const blob = (await this.container()).getBlobClient(this.key(name));
       await this.timed(undefined, (abortSignal) => blob.deleteIfExists({ deleteSnapshots: 'include', abortSignal }));
     } catch (err) {
+      const e = err as { code?: string; details?: { errorCode?: string } };
+      if ((e?.details?.errorCode ?? e?.code) === 'BlobImmutableDueToPolicy') {
+        throw new ImmutableObjectError(this.location, name, 'Azure immutability policy or legal hold', { cause: err });
+      }
       throw azureFailure(this.config, `delete "${name}"`, err);
     }
   }

@@ -8,6 +8,7 @@ import { withTimeout } from '../request-timeout.js';
 import { type RetryPolicy, retry, statusOf } from '../retry.js';
 import {
   type GetOptions,
+  ImmutableObjectError,
   ObjectNotFoundError,
   type PutOptions,
   type SnapStore,
@@ -144,6 +145,13 @@ export class GcsStore implements SnapStore {
       const { storage } = await this.current();
       await this.file(storage, name).delete({ ignoreNotFound: true });
     } catch (err) {
+      // GCS answers 403 for an object a retention policy or a hold keeps, with a reason (or message) that says so.
+      if (
+        statusOf(err) === 403 &&
+        /retentionPolicyNotMet|objectUnderActiveHold|retention policy|active hold/i.test(describe(err))
+      ) {
+        throw new ImmutableObjectError(this.location, name, 'GCS retention or hold', { cause: err });
+      }
       throw this.failure(`delete "${name}"`, err);
     }
   }

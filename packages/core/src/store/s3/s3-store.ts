@@ -16,6 +16,7 @@ import { checkObjectName, listingPrefix, nameOfKey, objectKey } from '../object-
 import { type RetryPolicy, retry, statusOf } from '../retry.js';
 import {
   type GetOptions,
+  ImmutableObjectError,
   ObjectNotFoundError,
   type PutOptions,
   type RequestSender,
@@ -160,11 +161,28 @@ export class S3Store implements SnapStore {
     }
   }
 
+  /**
+   * In a bucket with object lock, a delete without a version id succeeds by hiding the object behind a delete
+   * marker while the locked version stays: the object would look deleted and still be billed. So the object's
+   * lock is read first (HEAD shows it), and a locked object is refused as immutable rather than hidden.
+   */
   async delete(name: string): Promise<void> {
     try {
+      const head = await this.client
+        .send(new HeadObjectCommand({ Bucket: this.config.bucket, Key: this.key(name), ...this.customerKey() }))
+        .catch((err: unknown) => {
+          if (statusOf(err) === 404) return undefined;
+          throw err;
+        });
+      if (!head) return;
+      const lock = objectLock(head.ObjectLockRetainUntilDate, head.ObjectLockLegalHoldStatus);
+      if (lock) throw new ImmutableObjectError(this.location, name, lock);
       await this.client.send(new DeleteObjectCommand({ Bucket: this.config.bucket, Key: this.key(name) }));
     } catch (err) {
       if (statusOf(err) === 404) return;
+      if ((err as Error).name === 'AccessDenied' && /object lock/i.test((err as Error).message)) {
+        throw new ImmutableObjectError(this.location, name, 'S3 object lock', { cause: err });
+      }
       throw s3Failure(this.config, `delete "${name}"`, err);
     }
   }
@@ -232,6 +250,15 @@ export class S3Store implements SnapStore {
     const sse = this.config.sseCustomer;
     return sse ? { SSECustomerAlgorithm: sse.algorithm, SSECustomerKey: sse.key } : {};
   }
+}
+
+/** Why S3 object lock keeps an object now, or undefined when it does not. */
+function objectLock(retainUntil: Date | undefined, legalHold: string | undefined): string | undefined {
+  if (legalHold === 'ON') return 'S3 object lock: legal hold';
+  if (retainUntil && retainUntil.getTime() > Date.now()) {
+    return `S3 object lock: retained until ${retainUntil.toISOString()}`;
+  }
+  return undefined;
 }
 
 export async function openS3Store(location: StoreLocation, policy: RetryPolicy): Promise<S3Store> {

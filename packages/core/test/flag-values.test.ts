@@ -1,5 +1,4 @@
-import { parseDuration } from '@etcd-steward/core';
-import { parseByteSize } from '@etcd-steward/snapshot';
+import { parseByteSize, parseDuration } from '@etcd-steward/core';
 import { expect, it } from 'vitest';
 
 it('reads Go-style durations and byte sizes, and says what it wants otherwise', () => {
@@ -8,6 +7,7 @@ it('reads Go-style durations and byte sizes, and says what it wants otherwise', 
   expect(parseDuration('500ms', 'p')).toBe(500);
   expect(parseDuration('1.5h', 'p')).toBe(5_400_000);
   expect(parseDuration('0', 'p')).toBe(0);
+  expect(parseDuration('7d12h', 'p')).toBe(7.5 * 86_400_000);
   expect(() => parseDuration('20', 'delta-snapshot-period')).toThrow('--delta-snapshot-period "20" is not a duration');
   expect(() => parseDuration('20s5', 'p')).toThrow(/not a duration/);
   expect(parseByteSize('10485760', 'l')).toBe(10485760);
