@@ -3,7 +3,6 @@ export * from './delta-trim.js';
 export * from './delta-writer.js';
 export * from './ebr-json.js';
 export * from './fenced-store.js';
-export * from './flag-values.js';
 export * from './full-schedule.js';
 export * from './full-snapshots.js';
 export * from './http-server.js';

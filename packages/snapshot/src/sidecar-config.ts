@@ -10,12 +10,13 @@ import {
   etcdConnection,
   etcdOptions,
   flagGiven,
+  parseByteSize,
+  parseDuration,
   parseStoreUrl,
   storeOption,
   UsageError,
 } from '@etcd-steward/core';
 import type { Argv } from 'yargs';
-import { parseByteSize, parseDuration } from './flag-values.js';
 import { FullSchedule } from './full-schedule.js';
 import { scratchDir } from './scratch-dir.js';
 

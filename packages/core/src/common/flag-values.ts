@@ -18,3 +18,42 @@ export function parseNumber(value: string | number | boolean, what: string): num
   if (!Number.isFinite(n)) throw new UsageError(`${what} is not a number: write digits, e.g. 8080`);
   return n;
 }
+
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
+
+/** A Go-style duration, as ebr's flags take them ("20s", "1m30s", "500ms", "0"), in milliseconds. */
+export function parseDuration(value: string | number, flag: string): number {
+  const text = String(value).trim();
+  if (text === '0') return 0;
+  const parts = [...text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)];
+  if (parts.length === 0 || parts.map((p) => p[0]).join('') !== text) {
+    throw new UsageError(`--${flag} "${text}" is not a duration: write e.g. 20s, 1m30s or 500ms`);
+  }
+  return Math.round(parts.reduce((ms, [, n, unit]) => ms + Number(n) * DURATION_UNITS[unit], 0));
+}
+
+const SIZE_UNITS: Record<string, number> = {
+  '': 1,
+  k: 1e3,
+  kb: 1e3,
+  m: 1e6,
+  mb: 1e6,
+  g: 1e9,
+  gb: 1e9,
+  ki: 1024,
+  kib: 1024,
+  mi: 1024 ** 2,
+  mib: 1024 ** 2,
+  gi: 1024 ** 3,
+  gib: 1024 ** 3,
+};
+
+/** A byte count: a plain number as ebr takes it, or with a unit ("10Mi", "1GiB", "500MB"). */
+export function parseByteSize(value: string | number, flag: string): number {
+  const match = /^(\d+)\s*([a-z]*)$/i.exec(String(value).trim());
+  const unit = match ? SIZE_UNITS[match[2].toLowerCase()] : undefined;
+  if (!match || unit === undefined || !Number.isSafeInteger(Number(match[1]) * unit)) {
+    throw new UsageError(`--${flag} "${value}" is not a size in bytes: write e.g. 10485760, 10Mi or 1Gi`);
+  }
+  return Number(match[1]) * unit;
+}

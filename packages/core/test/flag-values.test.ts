@@ -1,4 +1,4 @@
-import { parseByteSize, parseDuration } from '@etcd-steward/snapshot';
+import { parseByteSize, parseDuration } from '@etcd-steward/core';
 import { expect, it } from 'vitest';
 
 it('reads Go-style durations and byte sizes, and says what it wants otherwise', () => {
