@@ -13,6 +13,7 @@ export default defineConfig({
       { find: /^@etcd-steward\/snapshot$/, replacement: src('snapshot') },
       { find: /^@etcd-steward\/restore$/, replacement: src('restore') },
       { find: /^@etcd-steward\/validate$/, replacement: src('validate') },
+      { find: /^@etcd-steward\/copy-backups$/, replacement: src('copy-backups') },
     ],
   },
   test: {

@@ -12,6 +12,7 @@ const LAYERS = [
   'store',
   'etcd',
   'backup',
+  'copy',
   'replay',
   'validation',
   'restore',

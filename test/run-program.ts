@@ -11,6 +11,7 @@ const bins: Record<string, string> = {
   'etcd-snapshot': '../packages/snapshot/bin/etcd-snapshot.js',
   'etcd-restore': '../packages/restore/bin/etcd-restore.js',
   'etcd-validate': '../packages/validate/bin/etcd-validate.js',
+  'etcd-copy-backups': '../packages/copy-backups/bin/etcd-copy-backups.js',
 };
 
 /** Runs a built program as a user would (a separate Node process), never throwing on a non-zero exit. */

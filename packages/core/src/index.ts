@@ -7,6 +7,7 @@ export * from './backup/index.js';
 export * from './bbolt/index.js';
 export * from './cli/index.js';
 export * from './common/index.js';
+export * from './copy/index.js';
 export * from './etcd/index.js';
 export * from './format/index.js';
 export * from './replay/index.js';
