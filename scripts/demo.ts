@@ -1,5 +1,6 @@
 // The demo README points to: a throwaway etcd and a local-directory store; a full snapshot, the sidecar
-// writing delta snapshots while writes go on, then break the data dir, restore full + deltas, verify.
+// writing delta snapshots while writes go on, the store checked, then break the data dir, restore full + deltas,
+// verify.
 // Runs the real programs as a user would. Run through scripts/demo, which sets up and builds first.
 import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -46,6 +47,9 @@ try {
   sidecar.kill('SIGTERM'); // it writes what it has watched as a last delta, then exits
   await once(sidecar, 'exit');
   program('etcd-snapshot', ['list', '--store', store]);
+
+  step('checking the store: every snapshot read and checked, the chain continuous to the newest revision');
+  program('etcd-copy-backups', ['verify', '--store', store]);
 
   step('breaking etcd: stop it and delete its data dir');
   const member = cluster.members[0];
