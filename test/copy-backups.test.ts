@@ -276,6 +276,25 @@ describe('etcd-copy-backups (programs as processes, real etcd, the store test se
     expect(await stat(untouched).catch(() => undefined)).toBeUndefined();
   });
 
+  it("reads the source's credentials from ebr's SOURCE_ variables, so two accounts of one provider can be used", async () => {
+    const wrong = at('wrong-credentials.json');
+    await writeFile(
+      wrong,
+      JSON.stringify({ accessKeyID: 'nobody', secretAccessKey: 'nothing', region: s3.server.region }),
+    );
+    const args = ['--from', s3.url('source'), '--to', `file://${at('other-account')}`, '--newest-chain-only'];
+    const refused = await runProgram('etcd-copy-backups', args, { AWS_APPLICATION_CREDENTIALS_JSON: wrong });
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/s3:\/\/backups\/source/);
+    expect(refused.stderr).not.toContain('nothing');
+    const res = await runProgram('etcd-copy-backups', args, {
+      AWS_APPLICATION_CREDENTIALS_JSON: wrong,
+      SOURCE_AWS_APPLICATION_CREDENTIALS_JSON: s3.credentialsFile,
+    });
+    expect(res.stderr).not.toMatch(/"level":"error"/);
+    expect(res.code).toBe(0);
+  });
+
   it('waits for a final full snapshot as ebr does, and copies what there is after the timeout', async () => {
     const res = await copy(s3.url('source'), `file://${at('after-wait')}`, [
       ...['--wait-for-final-snapshot', '--wait-for-final-snapshot-timeout', '1s', '--newest-chain-only'],

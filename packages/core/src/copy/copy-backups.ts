@@ -5,6 +5,7 @@ import { type Logger, silentLogger } from '../common/logger.js';
 import { prefetchInOrder } from '../common/ordered-prefetch.js';
 import { openStore } from '../store/location.js';
 import { ObjectNotFoundError, type SnapStore } from '../store/snapstore.js';
+import { sourceCredentialsEnv } from '../store/source-credentials.js';
 import { parseStoreUrl, redact } from '../store/store-url.js';
 import { type BackupFilters, checkFilters, selectBackups } from './backup-selection.js';
 import { alreadyHeld, copyObject, objectMetadata } from './copy-object.js';
@@ -74,7 +75,7 @@ export async function copyBackups(options: CopyBackupsOptions): Promise<CopySumm
   checkCopySettings(options);
   const logger = options.logger ?? silentLogger;
   const started = Date.now();
-  const from = await openStore(options.from);
+  const from = await openStore(options.from, { env: sourceCredentialsEnv() });
   try {
     const to = await openStore(options.to);
     try {
