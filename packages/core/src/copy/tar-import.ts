@@ -52,9 +52,17 @@ export interface ImportSummary {
  * visible. A damaged snapshot is reported and not stored; the rest are. What the store already holds is skipped.
  */
 export async function importBackups(options: ImportOptions): Promise<ImportSummary> {
+  const extract = tar.extract();
+  try {
+    return await importFrom(extract, options);
+  } finally {
+    extract.destroy(); // stops reading the input when an entry was refused; after the end, a no-op
+  }
+}
+
+async function importFrom(extract: ReturnType<typeof tar.extract>, options: ImportOptions): Promise<ImportSummary> {
   const logger = options.logger ?? silentLogger;
   const started = Date.now();
-  const extract = tar.extract();
   const reading = pipeline(options.input, extract, { signal: options.signal });
   reading.catch(() => undefined); // reported through the entries' iteration, or awaited below
   const entries = extract[Symbol.asyncIterator]();
