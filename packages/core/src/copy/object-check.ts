@@ -8,7 +8,7 @@ import { boundedMemory } from '../common/memory-bound.js';
 import { decompressor } from '../format/compression.js';
 import { DecompressedLimit, decompressedLimit, MAX_COMPRESSION_RATIO } from '../format/decompressed-limit.js';
 import { DeltaTrailerCheck } from '../format/delta-trailer-check.js';
-import { FullSnapshotCheck } from '../format/full-snapshot-check.js';
+import { FullSnapshotCheck, SnapshotTrailerCheck } from '../format/full-snapshot-check.js';
 import { METADATA_SHA256, StoredDigest } from '../store/stored-digest.js';
 
 /** What checking one snapshot object found. */
@@ -31,22 +31,25 @@ export interface ObjectCheck {
  * Checks a snapshot object's stored bytes as they are written, without keeping them: the size the listing gave,
  * the sha256 recorded when it was stored (when `metadata` has one; ebr records none), and its content by its own
  * sha256 trailer (etcd's for a full snapshot, the delta's for a delta) after decompression, which is bounded as
- * fetch-full-snapshot.ts bounds it. A full snapshot must also hold at least the revision its name says.
- * Every failure is an IntegrityError naming `label`.
+ * fetch-full-snapshot.ts bounds it. With `revision`, a full snapshot's pages are also scanned for the revision it
+ * holds, which must be at least what its name says: verify does; a copy leaves that to whoever restores from it,
+ * since the scan costs as much CPU as a third hash. Every failure is an IntegrityError naming `label`.
  */
 export function checkObject(
   entry: Pick<CatalogEntry, 'kind' | 'compression' | 'size' | 'lastRevision'>,
   metadata: Record<string, string>,
   label: string,
+  options: { revision?: boolean } = {},
 ): ObjectCheck {
   const stored = new StoredDigest();
   const recordedDbSize = positiveInteger(metadata[METADATA_DB_SIZE]);
-  const full = entry.kind === 'Full' ? new FullSnapshotCheck(label) : undefined;
-  const content = full ?? new DeltaTrailerCheck(label);
+  const isFull = entry.kind === 'Full';
+  const scanned = isFull && options.revision ? new FullSnapshotCheck(label) : undefined;
+  const content = scanned ?? (isFull ? new SnapshotTrailerCheck(label) : new DeltaTrailerCheck(label));
   const limit = new DecompressedLimit(
-    decompressedLimit(entry.size, full ? recordedDbSize : undefined),
+    decompressedLimit(entry.size, isFull ? recordedDbSize : undefined),
     label,
-    full && recordedDbSize !== undefined
+    isFull && recordedDbSize !== undefined
       ? 'the db size recorded when it was stored'
       : `${MAX_COMPRESSION_RATIO} times its stored size, or 64 MiB`,
   );
@@ -65,7 +68,7 @@ export function checkObject(
       if (recorded && recorded !== stored.sha256()) {
         throw new IntegrityError(`${label} is damaged: its bytes do not match the sha256 recorded when it was stored`);
       }
-      const revision = full?.facts().revision;
+      const revision = scanned?.facts().revision;
       // ebr may name a full snapshot with an older revision than it holds (etcd#9037), never a newer one.
       if (revision !== undefined && revision < entry.lastRevision) {
         throw new IntegrityError(`${label} holds revision ${revision}, but its name says ${entry.lastRevision}`);

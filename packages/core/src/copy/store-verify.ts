@@ -103,7 +103,9 @@ export async function verifyStore(options: VerifyOptions): Promise<StoreVerifyRe
 }
 
 async function readAndCheck(store: SnapStore, entry: CatalogEntry, progress: CopyProgress): Promise<CheckedObject> {
-  const check = checkObject(entry, await objectMetadata(store, entry), `${store.location}/${entry.name}`);
+  const check = checkObject(entry, await objectMetadata(store, entry), `${store.location}/${entry.name}`, {
+    revision: true,
+  });
   const source = await store.get(entry.name);
   source.on('data', (chunk: Buffer) => progress.addBytes(chunk.length));
   pipeline(source, check.input, (err) => {
