@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import { type AzureTarget, startAzureTarget } from '../packages/core/test/store/azure-target.js';
 import { type GcsTarget, startGcsTarget } from '../packages/core/test/store/gcs-target.js';
 import { type S3Target, startS3Target } from '../packages/core/test/store/s3-target.js';
+import { ebrStoreDir } from './fixtures.js';
 import { runProgram, startProgram } from './run-program.js';
 import { startFaultProxy } from './servers/fault-proxy.js';
 import { tempDir } from './temp-dir.js';
@@ -249,6 +250,22 @@ describe('etcd-copy-backups (programs as processes, real etcd, the store test se
     );
     await writeFile(path, original);
     expect((await verify()).code).toBe(0);
+
+    // a store ebr wrote (gzip and uncompressed, full snapshots named before their content) restores to its newest
+    const ebr = await runProgram('etcd-copy-backups', [
+      'verify',
+      '--store',
+      `file://${ebrStoreDir}`,
+      '--output',
+      'json',
+    ]);
+    expect(ebr.code).toBe(0);
+    expect(JSON.parse(ebr.stdout)).toMatchObject({
+      objects: 5,
+      damaged: [],
+      newestRevision: 9,
+      restorable: { revision: 9 },
+    });
   });
 
   it('refuses bad flags with exit code 2 before any work, touching nothing', async () => {
