@@ -150,6 +150,35 @@ describe('etcd-copy-backups (programs as processes, real etcd, the store test se
     expect(await contents(destination)).toEqual(all);
   });
 
+  it('a copy stopped with SIGTERM stops its uploads, exits 1 and leaves no partial object', async () => {
+    const proxy = await startFaultProxy({
+      target: s3.server.endpoint,
+      failureRate: 1,
+      faults: ['stall'],
+      stallMs: 250,
+    });
+    onTestFinished(() => proxy.stop());
+    const destination = await s3.open('terminated');
+    onTestFinished(async () => destination.close?.());
+    const child = startProgram('etcd-copy-backups', [
+      ...['--from', s3.url('source'), '--to', s3.url('terminated', { endpoint: proxy.endpoint })],
+    ]);
+    let stderr = '';
+    child.stderr?.on('data', (chunk) => {
+      stderr += chunk;
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    while (!stderr.includes('"msg":"copying"')) await new Promise((resolve) => setTimeout(resolve, 50));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(1);
+    expect(stderr).toMatch(/stopped by SIGTERM/);
+    const sourceStore = await s3.open('source');
+    onTestFinished(async () => sourceStore.close?.());
+    const all = await contents(sourceStore);
+    for (const object of await contents(destination)) expect(all).toContain(object);
+    expect(s3.server.pendingUploads('backups')).toEqual([]);
+  });
+
   it('export to a tar file, import into an empty store, restore: the same keyspace; and through a pipe', async () => {
     const tar = at('backup.tar');
     const exported = await runProgram('etcd-copy-backups', [
