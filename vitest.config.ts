@@ -15,6 +15,7 @@ export default defineConfig({
       { find: /^@etcd-steward\/restore$/, replacement: src('restore') },
       { find: /^@etcd-steward\/validate$/, replacement: src('validate') },
       { find: /^@etcd-steward\/compact$/, replacement: src('compact') },
+      { find: /^@etcd-steward\/copy-backups$/, replacement: src('copy-backups') },
     ],
   },
   test: {

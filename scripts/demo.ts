@@ -1,7 +1,7 @@
 // The demo README points to: a throwaway etcd and a local-directory store; a full snapshot, the sidecar
 // writing delta snapshots while writes go on, the chain compacted into one new full snapshot, a preview of
-// garbage collection, then break the data dir (etcd-validate: restore needed), restore from it (etcd-validate:
-// valid), verify.
+// garbage collection, the store checked, then break the data dir (etcd-validate: restore needed), restore from it
+// (etcd-validate: valid), verify.
 // Runs the real programs as a user would. Run through scripts/demo, which sets up and builds first.
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
@@ -56,6 +56,9 @@ try {
 
   step('what retention would delete (etcd-gc --dry-run): nothing of the newest restorable chain');
   program('etcd-gc', ['--store', store, '--keep-last', '1', '--dry-run']);
+
+  step('checking the store: every snapshot read and checked, the chain continuous to the newest revision');
+  program('etcd-copy-backups', ['verify', '--store', store]);
 
   step('breaking etcd: stop it and delete its data dir');
   const member = cluster.members[0];

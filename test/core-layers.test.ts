@@ -13,6 +13,7 @@ const LAYERS = [
   'etcd',
   'backup',
   'retention',
+  'copy',
   'replay',
   'validation',
   'restore',

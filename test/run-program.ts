@@ -13,6 +13,7 @@ const bins: Record<string, string> = {
   'etcd-validate': '../packages/validate/bin/etcd-validate.js',
   'etcd-compact': '../packages/compact/bin/etcd-compact.js',
   'etcd-gc': '../packages/gc/bin/etcd-gc.js',
+  'etcd-copy-backups': '../packages/copy-backups/bin/etcd-copy-backups.js',
 };
 
 /** Runs a built program as a user would (a separate Node process), never throwing on a non-zero exit. */

@@ -15,13 +15,14 @@
  * memory to the figures. Servers keep their data in a temp directory, removed at the end.
  */
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { startTarget } from './store-targets.ts';
 
 const MiB = 1024 * 1024;
 
@@ -117,58 +118,6 @@ async function main(): Promise<void> {
   const heap = values['heap-mb'] ? `, --max-old-space-size=${values['heap-mb']}` : '';
   const title = `${size / MiB} MiB upload, partSize ${partSize}, partsInFlight ${values['parts-in-flight']}${heap}`;
   printTable(['provider', 'MB/s', 'peak RSS MB', 'seconds'], rows, title);
-}
-
-interface Target {
-  url: string;
-  env: Record<string, string>;
-  stop(): Promise<void>;
-}
-
-async function startTarget(provider: string, dir: string, partSize: string, partsInFlight: string): Promise<Target> {
-  const servers = new URL('../../test/servers/', import.meta.url);
-  const query = (endpoint: string) => new URLSearchParams({ endpoint, partSize, partsInFlight }).toString();
-  if (provider === 's3') {
-    const { startS3Server } = await import(new URL('s3-server.ts', servers).href);
-    const server = await startS3Server({ storageDir: dir, buckets: ['bench'] });
-    const credentials = join(dir, 'credentials.json');
-    await writeFile(
-      credentials,
-      JSON.stringify({ accessKeyID: server.accessKeyId, secretAccessKey: server.secretAccessKey }),
-    );
-    return {
-      url: `s3://bench/etcd?${query(server.endpoint)}`,
-      env: { AWS_APPLICATION_CREDENTIALS_JSON: credentials, AWS_EC2_METADATA_DISABLED: 'true' },
-      stop: () => server.stop(),
-    };
-  }
-  if (provider === 'gcs') {
-    const { startGcsServer } = await import(new URL('gcs-server.ts', servers).href);
-    const server = await startGcsServer();
-    server.createBucket('bench');
-    return { url: `gs://bench/etcd?${query(server.endpoint)}`, env: {}, stop: () => server.stop() };
-  }
-  if (provider === 'azure') {
-    const { startAzurite } = await import(new URL('azurite-server.ts', servers).href);
-    const server = await startAzurite({ location: dir });
-    // The Azure SDK is core's dependency: resolve it from there, to create the container the store expects.
-    const { ContainerClient, StorageSharedKeyCredential } = createRequire(
-      new URL('../../packages/core/package.json', import.meta.url),
-    )('@azure/storage-blob');
-    await new ContainerClient(
-      `${server.endpoint}/bench`,
-      new StorageSharedKeyCredential(server.account, server.accountKey),
-    ).create();
-    const credentials = join(dir, 'credentials.json');
-    await writeFile(credentials, JSON.stringify({ storageAccount: server.account, storageKey: server.accountKey }));
-    return {
-      url: `azblob://bench/etcd?${query(server.endpoint)}`,
-      env: { AZURE_APPLICATION_CREDENTIALS_JSON: credentials },
-      stop: () => server.stop(),
-    };
-  }
-  if (provider === 'local') return { url: `file://${dir}`, env: {}, stop: async () => {} };
-  throw new Error(`unknown provider ${provider}: use s3, gcs, azure, local`);
 }
 
 /**

@@ -9,6 +9,7 @@ export * from './bootstrap/index.js';
 export * from './cli/index.js';
 export * from './common/index.js';
 export * from './compaction/index.js';
+export * from './copy/index.js';
 export * from './etcd/index.js';
 export * from './format/index.js';
 export * from './replay/index.js';

@@ -1,12 +1,12 @@
 import { createReadStream, createWriteStream } from 'node:fs';
-import { pipeline as pipelineCallback, Transform, type TransformCallback } from 'node:stream';
+import { pipeline as pipelineCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { IntegrityError } from '../common/errors.js';
 import { boundedMemory } from '../common/memory-bound.js';
 import { decompressor } from '../format/compression.js';
 import { DecompressedLimit, decompressedLimit, MAX_COMPRESSION_RATIO } from '../format/decompressed-limit.js';
-import { DELTA_TRAILER, DeltaDecoder, type DeltaEvent } from '../format/delta-format.js';
-import { Sha256Trailer } from '../format/sha256-trailer.js';
+import { DeltaDecoder, type DeltaEvent } from '../format/delta-format.js';
+import { DeltaTrailerCheck } from '../format/delta-trailer-check.js';
 import type { SnapStore } from '../store/snapstore.js';
 import { StoredDigest, verifyStoredDigest } from '../store/stored-digest.js';
 import type { CatalogEntry } from './snapshot-catalog.js';
@@ -54,34 +54,6 @@ export async function fetchDelta(
   });
   await verifyStoredDigest(store, entry, stored, label);
   return { storedSize: stored.size, size: check.size };
-}
-
-/** Passes a decompressed delta through and fails at its end unless the last 32 bytes are the sha256 of the rest. */
-class DeltaTrailerCheck extends Transform {
-  private readonly trailer = new Sha256Trailer();
-
-  constructor(private readonly label: string) {
-    super();
-  }
-
-  get size(): number {
-    return this.trailer.size;
-  }
-
-  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    this.trailer.push(chunk);
-    done(null, chunk);
-  }
-
-  override _flush(done: TransformCallback): void {
-    if (this.size <= DELTA_TRAILER) return done(new IntegrityError(`${this.label} is truncated: it holds no events`));
-    if (!this.trailer.matches()) {
-      return done(
-        new IntegrityError(`${this.label} is truncated or damaged: its content does not match its sha256 trailer`),
-      );
-    }
-    done();
-  }
 }
 
 /**

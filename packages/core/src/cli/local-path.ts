@@ -46,7 +46,7 @@ export async function checkLocalDir(path: string, flag: string, { mustExist = fa
 }
 
 /** A `file://` store's folder, checked as checkLocalDir does; other stores are not local. */
-export async function checkLocalStore(store: string): Promise<void> {
-  const location = parseStoreUrl(store);
-  if (location.scheme === 'file') await checkLocalDir(location.container, '--store');
+export async function checkLocalStore(store: string, flag = '--store'): Promise<void> {
+  const location = parseStoreUrl(store, flag);
+  if (location.scheme === 'file') await checkLocalDir(location.container, flag);
 }

@@ -63,21 +63,54 @@ export function storeOption<T, Required extends boolean = true>(y: Argv<T>, opti
       })
       .option('store-prefix', { type: 'string', describe: 'With --storage-provider: prefix inside the container' })
       // ebr's flags become a --store URL before validation, so existing manifests keep working.
-      .middleware((argv) => {
-        const provider = argv['storage-provider'] as string | undefined;
-        if (provider === undefined) return;
-        try {
-          if (argv.store !== undefined) throw new UsageError('give --store or --storage-provider, not both');
-          (argv as Record<string, unknown>).store = storeUrlFromProviderFlags({
-            provider,
-            container: (argv['store-container'] as string | undefined) ?? '',
-            prefix: argv['store-prefix'] as string | undefined,
-          });
-        } catch (err) {
-          reportUsage(err); // yargs does not route middleware errors to .fail()
-        }
-      }, true)
+      .middleware(providerFlagsMiddleware('store', ''), true)
   );
+}
+
+/**
+ * `--from` and `--to` of a program that moves backups between two stores, with ebr's flags for each: the
+ * destination's as ebr names the store (`--storage-provider`...), the source's with `source-` before them.
+ */
+export function storePairOptions<T>(y: Argv<T>) {
+  const described = (what: string) =>
+    `${what} store: file:///path, s3://bucket/prefix, gs://bucket/prefix, azblob://container/prefix`;
+  return y
+    .option('from', { type: 'string', describe: described('The source') })
+    .option('to', { type: 'string', describe: described('The destination') })
+    .option('source-storage-provider', { type: 'string', describe: "ebr's way to name the source, instead of --from" })
+    .option('source-store-container', { type: 'string', describe: 'With --source-storage-provider' })
+    .option('source-store-prefix', { type: 'string', describe: 'With --source-storage-provider' })
+    .option('storage-provider', { type: 'string', describe: "ebr's way to name the destination, instead of --to" })
+    .option('store-container', { type: 'string', describe: 'With --storage-provider' })
+    .option('store-prefix', { type: 'string', describe: 'With --storage-provider' })
+    .middleware(providerFlagsMiddleware('from', 'source-'), true)
+    .middleware(providerFlagsMiddleware('to', ''), true)
+    .check((argv) => {
+      for (const flag of ['from', 'to']) {
+        if (argv[flag] === undefined) throw new UsageError(`give --${flag} (a store URL)`);
+      }
+      return true;
+    });
+}
+
+/** Turns ebr's `--<prefix>storage-provider`, `-container` and `-prefix` into the URL flag `urlFlag`. */
+function providerFlagsMiddleware(urlFlag: string, prefix: string) {
+  return (argv: Record<string, unknown>) => {
+    const provider = argv[`${prefix}storage-provider`] as string | undefined;
+    if (provider === undefined) return;
+    try {
+      if (argv[urlFlag] !== undefined) {
+        throw new UsageError(`give --${urlFlag} or --${prefix}storage-provider, not both`);
+      }
+      argv[urlFlag] = storeUrlFromProviderFlags({
+        provider,
+        container: (argv[`${prefix}store-container`] as string | undefined) ?? '',
+        prefix: argv[`${prefix}store-prefix`] as string | undefined,
+      });
+    } catch (err) {
+      reportUsage(err); // yargs does not route middleware errors to .fail()
+    }
+  };
 }
 
 export const tempDirOption = {

@@ -17,28 +17,26 @@ export interface FullSnapshotFacts {
 }
 
 /**
- * Passes an etcd snapshot stream (bbolt db + sha256 trailer) through unchanged and fails the stream at its
- * end unless the trailer matches the content, so a pipeline through it never completes on a damaged or
- * truncated snapshot. It also reads the snapshot's revision on the way (see snapshot-revision.ts).
+ * Passes an etcd snapshot stream (bbolt db + sha256 trailer) through unchanged and fails the stream at its end
+ * unless the trailer matches the content, so a pipeline through it never completes on a damaged or truncated
+ * snapshot. Where the revision is not needed (a copy, whose reader checks it), this is the whole check.
  */
-export class FullSnapshotCheck extends Transform {
-  private readonly trailer = new Sha256Trailer();
-  private readonly scanner = new SnapshotRevisionScanner();
-  private result?: FullSnapshotFacts;
+export class SnapshotTrailerCheck extends Transform {
+  protected readonly trailer = new Sha256Trailer();
 
-  constructor(private readonly label: string) {
+  constructor(protected readonly label: string) {
     super();
   }
 
-  /** Available once the stream has ended without error. */
-  facts(): FullSnapshotFacts {
-    if (!this.result) throw new Error('FullSnapshotCheck.facts() read before the stream finished');
-    return this.result;
-  }
+  /** Each piece now known to be the db, as it passes. */
+  protected onDb(_db: Buffer): void {}
+
+  /** Once the trailer matched. */
+  protected onSound(): void {}
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
     try {
-      this.trailer.push(chunk, (db) => this.scanner.write(db));
+      this.trailer.push(chunk, (db) => this.onDb(db));
       done(null, chunk);
     } catch (err) {
       done(err as Error);
@@ -58,11 +56,31 @@ export class FullSnapshotCheck extends Transform {
       return done(new IntegrityError(`${this.label} is damaged: its content does not match its sha256 trailer`));
     }
     try {
-      const dbSha256 = this.trailer.bodySha256().toString('hex');
-      this.result = { size, revision: this.scanner.revision(), dbSha256 };
+      this.onSound();
     } catch (err) {
       return done(new IntegrityError(`${this.label}: ${(err as Error).message}`));
     }
     done();
+  }
+}
+
+/** The trailer's check, and the snapshot's revision read on the way (see snapshot-revision.ts). */
+export class FullSnapshotCheck extends SnapshotTrailerCheck {
+  private readonly scanner = new SnapshotRevisionScanner();
+  private result?: FullSnapshotFacts;
+
+  /** Available once the stream has ended without error. */
+  facts(): FullSnapshotFacts {
+    if (!this.result) throw new Error('FullSnapshotCheck.facts() read before the stream finished');
+    return this.result;
+  }
+
+  protected override onDb(db: Buffer): void {
+    this.scanner.write(db);
+  }
+
+  protected override onSound(): void {
+    const dbSha256 = this.trailer.bodySha256().toString('hex');
+    this.result = { size: this.trailer.size, revision: this.scanner.revision(), dbSha256 };
   }
 }

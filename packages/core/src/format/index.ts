@@ -7,6 +7,7 @@ export * from './compression.js';
 export * from './decompressed-limit.js';
 export * from './delta-format.js';
 export * from './delta-revisions.js';
+export * from './delta-trailer-check.js';
 export * from './event-time.js';
 export * from './full-snapshot-check.js';
 export * from './lzw-decoder.js';

@@ -9,12 +9,14 @@ import { retryPolicy } from './transfer-options.js';
 export interface OpenOptions {
   /** Overrides parts of the retry policy (tests shorten the waits). */
   retry?: Partial<RetryPolicy>;
+  /** Where the provider reads its credential variables (default: the process's environment). */
+  env?: NodeJS.ProcessEnv;
 }
 
 type StoreOpener = (location: StoreLocation, options: OpenOptions) => Promise<SnapStore>;
 
 /** A cloud provider: opened with the retry policy (its start-up check retries too), then wrapped in retries. */
-type CloudOpener = (location: StoreLocation, policy: RetryPolicy) => Promise<SnapStore>;
+type CloudOpener = (location: StoreLocation, policy: RetryPolicy, env?: NodeJS.ProcessEnv) => Promise<SnapStore>;
 
 // Providers load on first use: the cloud SDKs take a while to import, and a program that only uses file://
 // should not pay for them.
@@ -22,7 +24,7 @@ function cloud(load: () => Promise<CloudOpener>): StoreOpener {
   return async (location, options) => {
     const policy = { ...retryPolicy(new QueryOptions(location), DEFAULT_RETRY_POLICY), ...options.retry };
     const open = await load();
-    const store = await open(location, policy);
+    const store = await open(location, policy, options.env);
     return new RetryingStore(store, policy);
   };
 }

@@ -11,36 +11,37 @@ export interface StoreLocation {
   url: URL;
 }
 
-export function parseStoreUrl(raw: string): StoreLocation {
+/** `flag` names where the URL was given, for messages. */
+export function parseStoreUrl(raw: string, flag = '--store'): StoreLocation {
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
     throw new UsageError(
-      `--store "${raw}" is not a URL: use file:///path, s3://bucket/prefix, gs://bucket/prefix or azblob://container/prefix`,
+      `${flag} "${raw}" is not a URL: use file:///path, s3://bucket/prefix, gs://bucket/prefix or azblob://container/prefix`,
     );
   }
   const scheme = url.protocol.replace(/:$/, '');
   if (!STORE_SCHEMES.includes(scheme)) {
     throw new UsageError(
-      `--store "${redact(url)}": unknown store scheme "${scheme}:"; use one of ${STORE_SCHEMES.map((s) => `${s}://`).join(', ')}`,
+      `${flag} "${redact(url)}": unknown store scheme "${scheme}:"; use one of ${STORE_SCHEMES.map((s) => `${s}://`).join(', ')}`,
     );
   }
   if (scheme === 'file') {
     if (url.host && url.host !== 'localhost') {
-      throw new UsageError(`--store "${raw}": a file:// URL needs an absolute path, e.g. file:///var/backups/etcd`);
+      throw new UsageError(`${flag} "${raw}": a file:// URL needs an absolute path, e.g. file:///var/backups/etcd`);
     }
     // The cloud providers check their options when they open (query-options.ts); a directory takes none.
     const options = [...url.searchParams.keys()];
     if (options.length > 0) {
       throw new UsageError(
-        `--store ${redact(url)}: unknown option${options.length > 1 ? 's' : ''} ${options.join(', ')}; this kind of store takes none`,
+        `${flag} ${redact(url)}: unknown option${options.length > 1 ? 's' : ''} ${options.join(', ')}; this kind of store takes none`,
       );
     }
     return { scheme, container: decodeURIComponent(url.pathname), prefix: '', url };
   }
   if (!url.host) {
-    throw new UsageError(`--store "${redact(url)}" names no bucket or container: use ${scheme}://NAME/prefix`);
+    throw new UsageError(`${flag} "${redact(url)}" names no bucket or container: use ${scheme}://NAME/prefix`);
   }
   return { scheme, container: url.host, prefix: decodeURIComponent(url.pathname).replace(/^\/+|\/+$/g, ''), url };
 }

@@ -189,8 +189,12 @@ export class AzureStore implements SnapStore {
   }
 }
 
-export async function openAzureStore(location: StoreLocation, policy: RetryPolicy): Promise<AzureStore> {
-  const store = new AzureStore(await azureConfig(location));
+export async function openAzureStore(
+  location: StoreLocation,
+  policy: RetryPolicy,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<AzureStore> {
+  const store = new AzureStore(await azureConfig(location, env), env);
   await retry(() => store.check(), policy);
   return store;
 }

@@ -235,8 +235,12 @@ async function cancelSession(uri: string): Promise<void> {
   }
 }
 
-export async function openGcsStore(location: StoreLocation, policy: RetryPolicy): Promise<GcsStore> {
-  const store = new GcsStore(await gcsConfig(location));
+export async function openGcsStore(
+  location: StoreLocation,
+  policy: RetryPolicy,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<GcsStore> {
+  const store = new GcsStore(await gcsConfig(location, env));
   await retry(() => store.check(), policy);
   return store;
 }

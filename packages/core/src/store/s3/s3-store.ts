@@ -261,8 +261,13 @@ function objectLock(retainUntil: Date | undefined, legalHold: string | undefined
   return undefined;
 }
 
-export async function openS3Store(location: StoreLocation, policy: RetryPolicy): Promise<S3Store> {
-  const store = new S3Store(await s3Config(location));
+export async function openS3Store(
+  location: StoreLocation,
+  policy: RetryPolicy,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<S3Store> {
+  const config = await s3Config(location, env);
+  const store = new S3Store(config, createS3Client(config, env));
   await retry(() => store.check(), policy);
   return store;
 }

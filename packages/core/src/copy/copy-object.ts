@@ -1,0 +1,75 @@
+import { pipeline, Transform } from 'node:stream';
+import type { CatalogEntry } from '../backup/snapshot-catalog.js';
+import { METADATA_DB_SIZE, METADATA_ETCD_VERSION } from '../backup/take-full-snapshot.js';
+import { checkMetadata } from '../store/metadata.js';
+import type { SnapStore } from '../store/snapstore.js';
+import { METADATA_SHA256 } from '../store/stored-digest.js';
+import { type CheckedObject, checkObject } from './object-check.js';
+import { VerifiedBody } from './verified-body.js';
+
+/** The metadata a copy carries over: ours, which the next reader checks against (other keys are no concern of ours). */
+const CARRIED = [METADATA_SHA256, METADATA_DB_SIZE, METADATA_ETCD_VERSION];
+
+/**
+ * An object's metadata: the listing's, or a stat's where the listing carries none (S3). Only the keys a copy
+ * carries, and only values every provider takes: store contents are not trusted.
+ */
+export async function objectMetadata(store: SnapStore, entry: CatalogEntry): Promise<Record<string, string>> {
+  const raw =
+    Object.keys(entry.metadata).length > 0 ? entry.metadata : ((await store.stat(entry.name))?.metadata ?? {});
+  const carried: Record<string, string> = {};
+  for (const key of CARRIED) {
+    const value = raw[key];
+    if (value === undefined) continue;
+    try {
+      checkMetadata({ [key]: value });
+      carried[key] = value;
+    } catch {}
+  }
+  return carried;
+}
+
+/**
+ * Streams one object from `from` to `to` under the same name, checked on the way (object-check.ts): a damaged
+ * object fails with an IntegrityError naming it and leaves nothing at the destination. `onBytes` hears of every
+ * chunk, for progress.
+ */
+export async function copyObject(
+  from: SnapStore,
+  to: SnapStore,
+  entry: CatalogEntry,
+  options: { signal?: AbortSignal; onBytes?: (bytes: number) => void } = {},
+): Promise<CheckedObject> {
+  const metadata = await objectMetadata(from, entry);
+  const check = checkObject(entry, metadata, `${from.location}/${entry.name}`);
+  const counter = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      options.onBytes?.(chunk.length);
+      done(null, chunk);
+    },
+  });
+  // An error anywhere destroys every stage, the body the put reads included, so the put fails and lands nothing.
+  const body = pipeline(await from.get(entry.name), counter, new VerifiedBody(check), () => {});
+  try {
+    await to.put(entry.name, body, { metadata, signal: options.signal });
+  } catch (err) {
+    body.destroy(err as Error);
+    check.input.destroy(err as Error);
+    // The check's own failure says what is wrong with the object; the put's only that it stopped.
+    throw await check.result.then(
+      () => err,
+      (checkErr: unknown) => checkErr,
+    );
+  }
+  return check.result;
+}
+
+/**
+ * Whether `held`, an object of the destination with the name and size of the one to copy, is that object: the
+ * same sha256 where both sides recorded one (stores whose listings carry no metadata are asked).
+ */
+export async function alreadyHeld(to: SnapStore, held: CatalogEntry, sha256: string | undefined): Promise<boolean> {
+  if (!sha256) return true;
+  const theirs = (await objectMetadata(to, held))[METADATA_SHA256];
+  return !theirs || theirs === sha256;
+}

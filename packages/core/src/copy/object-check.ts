@@ -1,0 +1,88 @@
+import { Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { isDecompressionError } from '../backup/fetch-delta.js';
+import type { CatalogEntry } from '../backup/snapshot-catalog.js';
+import { METADATA_DB_SIZE } from '../backup/take-full-snapshot.js';
+import { IntegrityError } from '../common/errors.js';
+import { boundedMemory } from '../common/memory-bound.js';
+import { decompressor } from '../format/compression.js';
+import { DecompressedLimit, decompressedLimit, MAX_COMPRESSION_RATIO } from '../format/decompressed-limit.js';
+import { DeltaTrailerCheck } from '../format/delta-trailer-check.js';
+import { FullSnapshotCheck, SnapshotTrailerCheck } from '../format/full-snapshot-check.js';
+import { METADATA_SHA256, StoredDigest } from '../store/stored-digest.js';
+
+/** What checking one snapshot object found. */
+export interface CheckedObject {
+  /** Bytes as stored (compressed). */
+  storedSize: number;
+  /** Hex sha256 of the stored bytes. */
+  storedSha256: string;
+  /** Full snapshots: the revision the db holds. */
+  revision?: number;
+}
+
+/** A check being fed an object's stored bytes: write them to `input`; `result` settles once it has ended. */
+export interface ObjectCheck {
+  input: Writable;
+  result: Promise<CheckedObject>;
+}
+
+/**
+ * Checks a snapshot object's stored bytes as they are written, without keeping them: the size the listing gave,
+ * the sha256 recorded when it was stored (when `metadata` has one; ebr records none), and its content by its own
+ * sha256 trailer (etcd's for a full snapshot, the delta's for a delta) after decompression, which is bounded as
+ * fetch-full-snapshot.ts bounds it. With `revision`, a full snapshot's pages are also scanned for the revision it
+ * holds, which must be at least what its name says: verify does; a copy leaves that to whoever restores from it,
+ * since the scan costs as much CPU as a third hash. Every failure is an IntegrityError naming `label`.
+ */
+export function checkObject(
+  entry: Pick<CatalogEntry, 'kind' | 'compression' | 'size' | 'lastRevision'>,
+  metadata: Record<string, string>,
+  label: string,
+  options: { revision?: boolean } = {},
+): ObjectCheck {
+  const stored = new StoredDigest();
+  const recordedDbSize = positiveInteger(metadata[METADATA_DB_SIZE]);
+  const isFull = entry.kind === 'Full';
+  const scanned = isFull && options.revision ? new FullSnapshotCheck(label) : undefined;
+  const content = scanned ?? (isFull ? new SnapshotTrailerCheck(label) : new DeltaTrailerCheck(label));
+  const limit = new DecompressedLimit(
+    decompressedLimit(entry.size, isFull ? recordedDbSize : undefined),
+    label,
+    isFull && recordedDbSize !== undefined
+      ? 'the db size recorded when it was stored'
+      : `${MAX_COMPRESSION_RATIO} times its stored size, or 64 MiB`,
+  );
+  const discard = new Writable({ write: (_chunk, _enc, done) => done() });
+  const result = pipeline(stored, decompressor(entry.compression), limit, boundedMemory(), content, discard)
+    .catch((err: unknown) => {
+      throw isDecompressionError(err)
+        ? new IntegrityError(`${label} is damaged: it does not decompress (${(err as Error).message})`, { cause: err })
+        : err;
+    })
+    .then((): CheckedObject => {
+      if (stored.size !== entry.size) {
+        throw new IntegrityError(`${label} is truncated: ${stored.size} of its ${entry.size} bytes could be read`);
+      }
+      const recorded = metadata[METADATA_SHA256];
+      if (recorded && recorded !== stored.sha256()) {
+        throw new IntegrityError(`${label} is damaged: its bytes do not match the sha256 recorded when it was stored`);
+      }
+      const revision = scanned?.facts().revision;
+      // ebr may name a full snapshot with an older revision than it holds (etcd#9037), never a newer one.
+      if (revision !== undefined && revision < entry.lastRevision) {
+        throw new IntegrityError(`${label} holds revision ${revision}, but its name says ${entry.lastRevision}`);
+      }
+      return {
+        storedSize: stored.size,
+        storedSha256: stored.sha256(),
+        ...(revision !== undefined ? { revision } : {}),
+      };
+    });
+  return { input: stored, result };
+}
+
+function positiveInteger(value: string | undefined): number | undefined {
+  const n = Number(value);
+  return value !== undefined && Number.isSafeInteger(n) && n > 0 ? n : undefined;
+}

@@ -1,0 +1,115 @@
+import { pipeline } from 'node:stream';
+import { type CatalogEntry, listSnapshots } from '../backup/snapshot-catalog.js';
+import { planChains } from '../backup/snapshot-chain.js';
+import { IntegrityError, UsageError } from '../common/errors.js';
+import { type Logger, silentLogger } from '../common/logger.js';
+import { prefetchInOrder } from '../common/ordered-prefetch.js';
+import { openStore } from '../store/location.js';
+import type { SnapStore } from '../store/snapstore.js';
+import type { DamagedObject } from './copy-backups.js';
+import { objectMetadata } from './copy-object.js';
+import { CopyProgress } from './copy-progress.js';
+import { type CheckedObject, checkObject } from './object-check.js';
+
+/** verify's exit codes besides 1 (the check itself failed) and 2 (bad usage). */
+export const VERIFY_EXIT_CODES = {
+  /** The store's newest revision restores: a chain of sound objects reaches it. */
+  restorable: 0,
+  /** It does not: the newest chain has a damaged or missing object (what is restorable, and to where, is reported). */
+  notRestorable: 3,
+} as const;
+
+export interface VerifyOptions {
+  store: string;
+  maxParallel: number;
+  logger?: Logger;
+  signal?: AbortSignal;
+}
+
+export interface StoreVerifyReport {
+  store: string;
+  objects: number;
+  /** Stored bytes read. */
+  bytes: number;
+  damaged: DamagedObject[];
+  /** The newest revision any snapshot's name reaches, damaged ones included. */
+  newestRevision: number;
+  /** The chain of sound objects that restores furthest, and the revision it restores. */
+  restorable?: { full: string; deltas: string[]; revision: number };
+  /** Revisions after `restorable` that no sound delta holds (a delta missing or damaged). */
+  missing?: { from: number; to: number };
+  exitCode: number;
+}
+
+/**
+ * Reads and checks every snapshot of a store as a copy would (object-check.ts), then the continuity of its chains
+ * built from the sound ones: which revision a restore reaches, and whether that is the newest the store names.
+ */
+export async function verifyStore(options: VerifyOptions): Promise<StoreVerifyReport> {
+  if (!(Number.isSafeInteger(options.maxParallel) && options.maxParallel >= 1)) {
+    throw new UsageError(`--max-parallel ${options.maxParallel}: give a whole number of objects, 1 or more`);
+  }
+  const logger = options.logger ?? silentLogger;
+  const store = await openStore(options.store);
+  try {
+    const entries = await listSnapshots(store);
+    const progress = new CopyProgress(
+      logger,
+      'verify',
+      entries.length,
+      entries.reduce((n, e) => n + e.size, 0),
+    );
+    const damaged: DamagedObject[] = [];
+    const sound: CatalogEntry[] = [];
+    const outcomes = prefetchInOrder(entries, (entry) => readAndCheck(store, entry, progress), {
+      concurrency: options.maxParallel,
+      signal: options.signal,
+    });
+    for await (const outcome of outcomes) {
+      progress.objectDone();
+      if (outcome.error === undefined) sound.push(outcome.item);
+      else if (outcome.error instanceof IntegrityError) {
+        damaged.push({ name: outcome.item.name, problem: outcome.error.message });
+        logger.error('damaged', { object: outcome.item.name, problem: outcome.error.message });
+      } else throw outcome.error;
+    }
+    progress.report();
+    const newestRevision = entries.reduce((max, e) => Math.max(max, e.lastRevision), 0);
+    const best = planChains(sound).reduce<ReturnType<typeof planChains>[number] | undefined>(
+      (a, c) => (!a || c.lastRevision > a.lastRevision ? c : a),
+      undefined,
+    );
+    const reached = best?.lastRevision ?? 0;
+    const restores = best !== undefined && reached >= newestRevision;
+    // The gap ends where the next sound delta begins: for one lost delta, exactly its revisions.
+    const resumes = sound
+      .filter((e) => e.kind === 'Incr' && e.startRevision > reached + 1)
+      .reduce((min, e) => Math.min(min, e.startRevision), newestRevision + 1);
+    return {
+      store: store.location,
+      objects: entries.length,
+      bytes: progress.bytes,
+      damaged,
+      newestRevision,
+      ...(best
+        ? { restorable: { full: best.full.name, deltas: best.deltas.map((d) => d.name), revision: reached } }
+        : {}),
+      ...(best && !restores ? { missing: { from: reached + 1, to: resumes - 1 } } : {}),
+      exitCode: restores ? VERIFY_EXIT_CODES.restorable : VERIFY_EXIT_CODES.notRestorable,
+    };
+  } finally {
+    await store.close?.();
+  }
+}
+
+async function readAndCheck(store: SnapStore, entry: CatalogEntry, progress: CopyProgress): Promise<CheckedObject> {
+  const check = checkObject(entry, await objectMetadata(store, entry), `${store.location}/${entry.name}`, {
+    revision: true,
+  });
+  const source = await store.get(entry.name);
+  source.on('data', (chunk: Buffer) => progress.addBytes(chunk.length));
+  pipeline(source, check.input, (err) => {
+    if (err) check.input.destroy(err);
+  });
+  return check.result;
+}

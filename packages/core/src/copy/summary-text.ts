@@ -1,0 +1,53 @@
+import { formatBytes } from '../common/format-bytes.js';
+import type { CopySummary, DamagedObject } from './copy-backups.js';
+import type { StoreVerifyReport } from './store-verify.js';
+import type { ExportSummary } from './tar-export.js';
+import type { ImportSummary } from './tar-import.js';
+
+/** The lines a person reads after each command of etcd-copy-backups; `--output json` prints the objects instead. */
+const cost = (r: { bytes: number; durationMs: number; bytesPerSecond: number }) =>
+  `${formatBytes(r.bytes)} in ${(r.durationMs / 1000).toFixed(1)} s (${formatBytes(r.bytesPerSecond)}/s)`;
+
+const damagedLines = (damaged: DamagedObject[], what: string) =>
+  damaged.map((d) => `  DAMAGED, not ${what}: ${d.name}: ${d.problem}`);
+
+export function formatCopySummary(s: CopySummary): string {
+  return lines([
+    `copied ${s.copied} of ${s.selected} snapshot(s) from ${s.from} to ${s.to}: ${cost(s)}`,
+    `  ${s.skipped} already there${s.vanished ? `, ${s.vanished} gone from the source meanwhile` : ''}`,
+    ...(s.finalSnapshot ? [`  final full snapshot: ${s.finalSnapshot}`] : []),
+    ...damagedLines(s.damaged, 'copied'),
+  ]);
+}
+
+export function formatExportSummary(s: ExportSummary): string {
+  return lines([
+    `exported ${s.objects} snapshot(s) up to revision ${s.lastRevision} from ${s.from} to ${s.to}: ${cost(s)}`,
+  ]);
+}
+
+export function formatImportSummary(s: ImportSummary): string {
+  return lines([
+    `imported ${s.imported} of ${s.objects} snapshot(s) from ${s.from} into ${s.to}: ${cost(s)}`,
+    `  ${s.skipped} already there`,
+    ...damagedLines(s.damaged, 'imported'),
+  ]);
+}
+
+export function formatVerifyReport(r: StoreVerifyReport): string {
+  const verdict = r.restorable
+    ? r.missing
+      ? `restorable up to revision ${r.restorable.revision} only, not to the newest, ${r.newestRevision}: revisions ${r.missing.from}..${r.missing.to} are in no sound delta`
+      : `restorable to the newest revision, ${r.newestRevision}`
+    : 'NOT restorable: no sound full snapshot';
+  return lines([
+    `${r.store}: ${verdict}`,
+    ...(r.restorable ? [`  from ${r.restorable.full} and ${r.restorable.deltas.length} delta(s)`] : []),
+    `  ${r.objects} snapshot(s) read, ${formatBytes(r.bytes)}; ${r.damaged.length} damaged`,
+    ...r.damaged.map((d) => `  DAMAGED ${d.name}: ${d.problem}`),
+  ]);
+}
+
+function lines(list: string[]): string {
+  return `${list.join('\n')}\n`;
+}

@@ -1,0 +1,122 @@
+import { randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { rename, rm } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { Transform, type Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import tar from 'tar-stream';
+import { type CatalogEntry, listSnapshots } from '../backup/snapshot-catalog.js';
+import { OperationError } from '../common/errors.js';
+import { fsyncPath } from '../common/fsync-path.js';
+import { type Logger, silentLogger } from '../common/logger.js';
+import { compareSnapshots } from '../format/snapshot-name.js';
+import { openStore } from '../store/location.js';
+import { type BackupFilters, checkFilters, filtering, selectBackups } from './backup-selection.js';
+import { objectMetadata } from './copy-object.js';
+import { CopyProgress } from './copy-progress.js';
+import { checkObject } from './object-check.js';
+import { buildManifest, MANIFEST_ENTRY, OBJECTS_FOLDER } from './tar-manifest.js';
+import { VerifiedBody } from './verified-body.js';
+
+export interface ExportOptions extends BackupFilters {
+  from: string;
+  /** A file path, or `-` for stdout. */
+  to: string;
+  logger?: Logger;
+  signal?: AbortSignal;
+}
+
+export interface ExportSummary {
+  from: string;
+  to: string;
+  objects: number;
+  /** Stored bytes of the snapshots (the tar adds headers and padding). */
+  bytes: number;
+  /** The revision the exported chain restores to, when it is one chain. */
+  lastRevision: number;
+  durationMs: number;
+  bytesPerSecond: number;
+}
+
+/**
+ * Writes snapshots of a store into one tar file: a manifest first (names, sizes, revisions, recorded digests),
+ * then every snapshot as stored, oldest first, each checked on the way as a copy checks it. Without filters,
+ * the newest restorable chain. A damaged object fails the export (a tar entry's size is written before its
+ * bytes, so it cannot be left out midway); a file is written under a temp name and renamed once complete.
+ */
+export async function exportBackups(options: ExportOptions): Promise<ExportSummary> {
+  checkFilters(options);
+  const logger = options.logger ?? silentLogger;
+  const started = Date.now();
+  const from = await openStore(options.from);
+  try {
+    const selection = selectBackups(
+      await listSnapshots(from),
+      filtering(options) ? options : { newestChainOnly: true },
+    ).sort(compareSnapshots);
+    if (selection.length === 0) throw new OperationError(`${from.location} holds no snapshots to export`);
+    const objects: Array<{ entry: CatalogEntry; metadata: Record<string, string> }> = [];
+    for (const entry of selection) objects.push({ entry, metadata: await objectMetadata(from, entry) });
+    const manifest = Buffer.from(JSON.stringify(buildManifest(from.location, objects), null, 1));
+    const bytes = selection.reduce((n, e) => n + e.size, 0);
+    const progress = new CopyProgress(logger, 'export', selection.length, bytes);
+    const pack = tar.pack();
+    const write = async (output: Writable, end: boolean) => {
+      const packing = pipeline(pack, output, { end, signal: options.signal });
+      try {
+        pack.entry({ name: MANIFEST_ENTRY, size: manifest.length }, manifest);
+        for (const { entry, metadata } of objects) {
+          const label = `${from.location}/${entry.name}`;
+          const counter = new Transform({
+            transform(chunk: Buffer, _enc, done) {
+              progress.addBytes(chunk.length);
+              done(null, chunk);
+            },
+          });
+          await pipeline(
+            await from.get(entry.name),
+            counter,
+            new VerifiedBody(checkObject(entry, metadata, label)),
+            pack.entry({
+              name: `${OBJECTS_FOLDER}${entry.name}`,
+              size: entry.size,
+              mtime: new Date(entry.createdAt * 1000),
+            }),
+            { signal: options.signal },
+          );
+          progress.objectDone();
+        }
+        pack.finalize();
+      } catch (err) {
+        pack.destroy(err as Error);
+        await packing.catch(() => undefined);
+        throw err;
+      }
+      await packing;
+    };
+    if (options.to === '-') {
+      await write(process.stdout, false);
+    } else {
+      const temp = join(dirname(options.to), `.${basename(options.to)}.${randomBytes(6).toString('hex')}.part`);
+      try {
+        await write(createWriteStream(temp), true);
+        await fsyncPath(temp);
+        await rename(temp, options.to);
+      } finally {
+        await rm(temp, { force: true });
+      }
+    }
+    progress.report();
+    return {
+      from: from.location,
+      to: options.to === '-' ? 'stdout' : options.to,
+      objects: selection.length,
+      bytes,
+      lastRevision: selection[selection.length - 1].lastRevision,
+      durationMs: Date.now() - started,
+      bytesPerSecond: Math.round(progress.rate()),
+    };
+  } finally {
+    await from.close?.();
+  }
+}

@@ -1,0 +1,25 @@
+/** ebr's copy reads the source store's credentials from the usual variables with this before their names. */
+const SOURCE_PREFIX = 'SOURCE_';
+/** The credential variables of every provider: AWS_, GOOGLE_ and AZURE_APPLICATION_CREDENTIALS, and `_JSON`. */
+const CREDENTIALS = /_APPLICATION_CREDENTIALS(_JSON)?$/;
+
+/**
+ * The environment a copy's source store reads its credentials from: each `SOURCE_<provider>_APPLICATION_CREDENTIALS`
+ * (or `_JSON`) that is set stands in for the variable without the prefix, as in ebr, so that two buckets of one
+ * provider can be reached with different credentials. Without them, the source reads the same variables as the
+ * destination.
+ */
+export function sourceCredentialsEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const given = Object.keys(env).filter(
+    (name) => name.startsWith(SOURCE_PREFIX) && CREDENTIALS.test(name) && env[name],
+  );
+  const source: NodeJS.ProcessEnv = { ...env };
+  // A provider's credentials come as a directory or a JSON file, the file winning: the source's replace both.
+  for (const name of given) {
+    const base = name.slice(SOURCE_PREFIX.length).replace(/_JSON$/, '');
+    delete source[base];
+    delete source[`${base}_JSON`];
+  }
+  for (const name of given) source[name.slice(SOURCE_PREFIX.length)] = env[name];
+  return source;
+}

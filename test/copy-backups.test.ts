@@ -1,0 +1,352 @@
+import { spawn } from 'node:child_process';
+import { readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  freePort,
+  type KeyspaceFingerprint,
+  keyspaceFingerprint,
+  LocalStore,
+  listSnapshots,
+  type SnapStore,
+} from '@etcd-steward/core';
+import { buildChainStore, type ChainStore, fingerprintRestored, startCluster } from '@etcd-steward/testing';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { type AzureTarget, startAzureTarget } from '../packages/core/test/store/azure-target.js';
+import { type GcsTarget, startGcsTarget } from '../packages/core/test/store/gcs-target.js';
+import { type S3Target, startS3Target } from '../packages/core/test/store/s3-target.js';
+import { ebrStoreDir } from './fixtures.js';
+import { runProgram, startProgram } from './run-program.js';
+import { startFaultProxy } from './servers/fault-proxy.js';
+import { tempDir } from './temp-dir.js';
+
+const at = tempDir('copy-backups-');
+
+/** The names and sizes of a store's snapshots, to compare two stores. */
+async function contents(store: SnapStore): Promise<string[]> {
+  return (await listSnapshots(store)).map((e) => `${e.name} ${e.size}`);
+}
+
+describe('etcd-copy-backups (programs as processes, real etcd, the store test servers)', () => {
+  let chain: ChainStore;
+  let source: KeyspaceFingerprint;
+  let s3: S3Target;
+  let gcs: GcsTarget;
+  let azure: AzureTarget;
+
+  beforeAll(async () => {
+    const cluster = await startCluster();
+    try {
+      [s3, gcs, azure] = await Promise.all([startS3Target(), startGcsTarget(), startAzureTarget()]);
+      const store = await s3.open('source');
+      chain = await buildChainStore(cluster.client(), cluster.endpoints, store, { tempDir: at(), keys: 900 });
+      source = await keyspaceFingerprint(cluster.client(), chain.lastRevision);
+      await store.close?.();
+    } finally {
+      await cluster.stop();
+    }
+  }, 120_000);
+
+  afterAll(async () => {
+    await Promise.all([s3?.stop(), gcs?.stop(), azure?.stop()]);
+  });
+
+  async function copy(from: string, to: string, extra: string[] = []) {
+    const res = await runProgram('etcd-copy-backups', ['--from', from, '--to', to, '--output', 'json', ...extra]);
+    return { ...res, summary: res.code <= 1 && res.stdout ? JSON.parse(res.stdout) : undefined };
+  }
+
+  async function restoreFingerprint(storeUrl: string, name: string): Promise<KeyspaceFingerprint> {
+    const peerPort = await freePort();
+    const peer = `http://127.0.0.1:${peerPort}`;
+    const dataDir = at(name);
+    const res = await runProgram('etcd-restore', [
+      ...['--store', storeUrl, '--data-dir', dataDir, '--name', 'r0'],
+      ...['--initial-advertise-peer-urls', peer, '--initial-cluster-token', name, '--output', 'json'],
+    ]);
+    expect(res.stderr).not.toMatch(/"level":"error"/);
+    expect(res.code).toBe(0);
+    expect(JSON.parse(res.stdout).revision).toBe(chain.lastRevision);
+    const [fingerprint] = await fingerprintRestored([{ name: 'r0', dataDir, peerPort }], {
+      initialCluster: `r0=${peer}`,
+      clusterToken: name,
+    });
+    return fingerprint;
+  }
+
+  it('copies S3 → GCS → Azure → local, checked on the way; a restore from the last equals the source; a second run copies nothing', async () => {
+    const hops = [s3.url('source'), gcs.url('copy'), azure.url('copy'), `file://${at('local')}`];
+    const objects = chain.fulls.length + chain.deltas.length;
+    for (let i = 1; i < hops.length; i++) {
+      const { code, summary, stderr } = await copy(hops[i - 1], hops[i], ['--max-parallel', '3']);
+      expect(stderr).not.toMatch(/"level":"error"/);
+      expect(code).toBe(0);
+      expect(summary).toMatchObject({ selected: objects, copied: objects, skipped: 0, damaged: [] });
+      expect(stderr).toMatch(/"level":"progress","msg":"copy","objects":"\d+\/\d+"/);
+    }
+    const first = await s3.open('source');
+    const last = new LocalStore(at('local'));
+    expect(await contents(last)).toEqual(await contents(first));
+    // our sha256 and db size travel with the objects
+    const full = (await last.stat(chain.fulls[1].name))?.metadata;
+    expect(full).toEqual((await first.stat(chain.fulls[1].name))?.metadata);
+    expect(full?.sha256).toMatch(/^[0-9a-f]{64}$/);
+    await first.close?.();
+    expect(await restoreFingerprint(hops[3], 'restored-from-local')).toEqual(source);
+
+    const again = await copy(hops[0], hops[1]);
+    expect(again.code).toBe(0);
+    expect(again.summary).toMatchObject({ selected: objects, copied: 0, skipped: objects, bytes: 0 });
+  });
+
+  it('copies only what the filters select, newest first', async () => {
+    const to = `file://${at('newest-chain')}`;
+    const { code, summary } = await copy(s3.url('source'), to, ['--newest-chain-only']);
+    expect(code).toBe(0);
+    const names = (await listSnapshots(new LocalStore(at('newest-chain')))).map((e) => e.name);
+    expect(names).toEqual([chain.fulls[1].name, ...chain.deltas.slice(1).map((d) => d.name)]);
+    expect(summary.copied).toBe(names.length);
+    const since = await copy(s3.url('source'), `file://${at('since')}`, [
+      '--since-revision',
+      String(chain.lastRevision),
+    ]);
+    expect(since.code).toBe(0);
+    expect((await listSnapshots(new LocalStore(at('since')))).map((e) => e.name)).toEqual([chain.deltas[2].name]);
+    // ebr counts a backup as a full snapshot and the deltas up to the next: the newest one is the second full
+    const one = await copy(s3.url('source'), `file://${at('one-backup')}`, ['--max-backups-to-copy', '1']);
+    expect(one.code).toBe(0);
+    expect((await listSnapshots(new LocalStore(at('one-backup')))).map((e) => e.name)).toEqual(names);
+  });
+
+  it('a copy killed midway (SIGKILL) leaves no partial object, and run again it completes', async () => {
+    // Every request to the destination waits, so that the copy is still running when it is killed.
+    const proxy = await startFaultProxy({
+      target: s3.server.endpoint,
+      failureRate: 1,
+      faults: ['stall'],
+      stallMs: 250,
+    });
+    onTestFinished(() => proxy.stop());
+    const to = s3.url('killed', { endpoint: proxy.endpoint });
+    const destination = await s3.open('killed');
+    onTestFinished(async () => destination.close?.());
+    const child = startProgram('etcd-copy-backups', ['--from', s3.url('source'), '--to', to, '--max-parallel', '1']);
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    for (;;) {
+      const copied = (await destination.list('v2/')).length;
+      if (copied >= 1) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    child.kill('SIGKILL');
+    await exited;
+    const sourceStore = await s3.open('source');
+    onTestFinished(async () => sourceStore.close?.());
+    const all = await contents(sourceStore);
+    const landed = await contents(destination);
+    expect(landed.length).toBeLessThan(all.length);
+    for (const object of landed) expect(all).toContain(object); // whole objects only
+    const rerun = await copy(s3.url('source'), s3.url('killed'));
+    expect(rerun.code).toBe(0);
+    expect(rerun.summary).toMatchObject({ skipped: landed.length, copied: all.length - landed.length });
+    expect(await contents(destination)).toEqual(all);
+  });
+
+  it('a copy stopped with SIGTERM stops its uploads, exits 1 and leaves no partial object', async () => {
+    const proxy = await startFaultProxy({
+      target: s3.server.endpoint,
+      failureRate: 1,
+      faults: ['stall'],
+      stallMs: 250,
+    });
+    onTestFinished(() => proxy.stop());
+    const destination = await s3.open('terminated');
+    onTestFinished(async () => destination.close?.());
+    const child = startProgram('etcd-copy-backups', [
+      ...['--from', s3.url('source'), '--to', s3.url('terminated', { endpoint: proxy.endpoint })],
+    ]);
+    let stderr = '';
+    child.stderr?.on('data', (chunk) => {
+      stderr += chunk;
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    while (!stderr.includes('"msg":"copying"')) await new Promise((resolve) => setTimeout(resolve, 50));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(1);
+    expect(stderr).toMatch(/stopped by SIGTERM/);
+    const sourceStore = await s3.open('source');
+    onTestFinished(async () => sourceStore.close?.());
+    const all = await contents(sourceStore);
+    for (const object of await contents(destination)) expect(all).toContain(object);
+    expect(s3.server.pendingUploads('backups')).toEqual([]);
+  });
+
+  it('export to a tar file, import into an empty store, restore: the same keyspace; and through a pipe', async () => {
+    const tar = at('backup.tar');
+    const exported = await runProgram('etcd-copy-backups', [
+      ...['export', '--from', s3.url('source'), '--to', tar, '--output', 'json'],
+    ]);
+    expect(exported.code).toBe(0);
+    expect(JSON.parse(exported.stdout)).toMatchObject({ objects: 3, lastRevision: chain.lastRevision });
+    expect((await readdir(at())).filter((f) => f.includes('.part'))).toEqual([]);
+    const imported = await runProgram('etcd-copy-backups', [
+      ...['import', '--from', tar, '--to', `file://${at('imported')}`, '--output', 'json'],
+    ]);
+    expect(imported.stderr).not.toMatch(/"level":"error"/);
+    expect(imported.code).toBe(0);
+    expect(JSON.parse(imported.stdout)).toMatchObject({ objects: 3, imported: 3, skipped: 0, damaged: [] });
+    expect(await restoreFingerprint(`file://${at('imported')}`, 'restored-from-tar')).toEqual(source);
+
+    // export --to - | import --from -
+    const bin = (name: string) => join(import.meta.dirname, `../packages/copy-backups/bin/${name}.js`);
+    const exporter = spawn(
+      process.execPath,
+      [bin('etcd-copy-backups'), 'export', '--from', s3.url('source'), '--to', '-'],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    const importer = spawn(
+      process.execPath,
+      [bin('etcd-copy-backups'), 'import', '--from', '-', '--to', gcs.url('piped'), '--output', 'json'],
+      { stdio: ['pipe', 'pipe', 'pipe'] },
+    );
+    exporter.stdout.pipe(importer.stdin);
+    let out = '';
+    importer.stdout.on('data', (c) => {
+      out += c;
+    });
+    const codes = await Promise.all(
+      [exporter, importer].map((p) => new Promise<number | null>((resolve) => p.once('exit', resolve))),
+    );
+    expect(codes).toEqual([0, 0]);
+    expect(JSON.parse(out)).toMatchObject({ imported: 3, damaged: [] });
+    const piped = await gcs.open('piped');
+    expect(await contents(piped)).toEqual(await contents(new LocalStore(at('imported'))));
+    await piped.close?.();
+
+    // a truncated tar file stores nothing that is not whole, and says so
+    const bytes = await readFile(tar);
+    await writeFile(at('truncated.tar'), bytes.subarray(0, Math.floor(bytes.length * 0.7)));
+    const truncated = await runProgram('etcd-copy-backups', [
+      ...['import', '--from', at('truncated.tar'), '--to', `file://${at('from-truncated')}`],
+    ]);
+    expect(truncated.code).toBe(1);
+    expect(truncated.stderr).toMatch(/truncated/);
+    const whole = await contents(new LocalStore(at('imported')));
+    const partial = await contents(new LocalStore(at('from-truncated')));
+    expect(partial.length).toBeLessThan(whole.length);
+    for (const object of partial) expect(whole).toContain(object);
+  });
+
+  it('verify names a bit-flipped object and a missing delta, with exit codes; copy reports a damaged source object and leaves it out', async () => {
+    const dir = at('verify');
+    const store = `file://${dir}`;
+    expect((await copy(s3.url('source'), store)).code).toBe(0);
+    const verify = () => runProgram('etcd-copy-backups', ['verify', '--store', store, '--output', 'json']);
+    const sound = await verify();
+    expect(sound.code).toBe(0);
+    expect(JSON.parse(sound.stdout)).toMatchObject({ damaged: [], newestRevision: chain.lastRevision, exitCode: 0 });
+
+    // one bit of the newest chain's middle delta flipped
+    const flipped = chain.deltas[1];
+    const path = join(dir, flipped.name);
+    const original = await readFile(path);
+    const damaged = Buffer.from(original);
+    damaged[Math.floor(damaged.length / 2)] ^= 0x10;
+    await writeFile(path, damaged);
+    const bad = await verify();
+    expect(bad.code).toBe(3);
+    const report = JSON.parse(bad.stdout);
+    expect(report.damaged.map((d: { name: string }) => d.name)).toEqual([flipped.name]);
+    expect(report.restorable.revision).toBe(flipped.startRevision - 1);
+    const text = await runProgram('etcd-copy-backups', ['verify', '--store', store]);
+    expect(text.code).toBe(3);
+    expect(text.stdout).toContain(`DAMAGED ${flipped.name}`);
+    expect(text.stdout).toContain(`revisions ${flipped.startRevision}..${flipped.lastRevision} are in no sound delta`);
+
+    // copy reports it by name and copies the rest
+    const copied = await copy(store, `file://${at('from-damaged')}`);
+    expect(copied.code).toBe(1);
+    expect(copied.summary.damaged.map((d: { name: string }) => d.name)).toEqual([flipped.name]);
+    expect(copied.summary.copied).toBe(chain.fulls.length + chain.deltas.length - 1);
+    expect(await stat(join(at('from-damaged'), flipped.name)).catch(() => undefined)).toBeUndefined();
+
+    // the delta missing instead
+    await rm(path);
+    const missing = await runProgram('etcd-copy-backups', ['verify', '--store', store]);
+    expect(missing.code).toBe(3);
+    expect(missing.stdout).toContain(
+      `revisions ${flipped.startRevision}..${flipped.lastRevision} are in no sound delta`,
+    );
+    await writeFile(path, original);
+    expect((await verify()).code).toBe(0);
+
+    // a store ebr wrote (gzip and uncompressed, full snapshots named before their content) restores to its newest
+    const ebr = await runProgram('etcd-copy-backups', [
+      'verify',
+      '--store',
+      `file://${ebrStoreDir}`,
+      '--output',
+      'json',
+    ]);
+    expect(ebr.code).toBe(0);
+    expect(JSON.parse(ebr.stdout)).toMatchObject({
+      objects: 5,
+      damaged: [],
+      newestRevision: 9,
+      restorable: { revision: 9 },
+    });
+  });
+
+  it('refuses bad flags with exit code 2 before any work, touching nothing', async () => {
+    const untouched = at('untouched');
+    const cases: Array<[string[], RegExp]> = [
+      [['--from', s3.url('source')], /give --to/],
+      [['--from', 'file:///tmp/x', '--to', 'file:///tmp/x'], /same store/],
+      [['--from', 'nope', '--to', `file://${untouched}`], /--from .*nope.* is not a URL/],
+      [['--from', s3.url('source'), '--to', `file://${untouched}`, '--max-parallel', '0'], /--max-parallel 0/],
+      [['--from', s3.url('source'), '--to', `file://${untouched}`, '--max-backup-age', '-5'], /--max-backup-age -5/],
+      [
+        ['--from', s3.url('source'), '--to', `file://${untouched}`, '--wait-for-final-snapshot-timeout', '5'],
+        /not a duration/,
+      ],
+      [['--from', s3.url('source'), '--to', `file://${untouched}`, '--max-paralel', '2'], /max-paralel/],
+      [['export', '--from', s3.url('source'), '--to', at('no-such-dir', 'x.tar')], /does not exist/],
+      [['import', '--from', at('no-such.tar'), '--to', `file://${untouched}`], /is not a file/],
+      [['verify'], /store/],
+    ];
+    for (const [args, message] of cases) {
+      const res = await runProgram('etcd-copy-backups', args);
+      expect(res.code, args.join(' ')).toBe(2);
+      expect(res.stderr, args.join(' ')).toMatch(message);
+    }
+    expect(await stat(untouched).catch(() => undefined)).toBeUndefined();
+  });
+
+  it("reads the source's credentials from ebr's SOURCE_ variables, so two accounts of one provider can be used", async () => {
+    const wrong = at('wrong-credentials.json');
+    await writeFile(
+      wrong,
+      JSON.stringify({ accessKeyID: 'nobody', secretAccessKey: 'nothing', region: s3.server.region }),
+    );
+    const args = ['--from', s3.url('source'), '--to', `file://${at('other-account')}`, '--newest-chain-only'];
+    const refused = await runProgram('etcd-copy-backups', args, { AWS_APPLICATION_CREDENTIALS_JSON: wrong });
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/s3:\/\/backups\/source/);
+    expect(refused.stderr).not.toContain('nothing');
+    const res = await runProgram('etcd-copy-backups', args, {
+      AWS_APPLICATION_CREDENTIALS_JSON: wrong,
+      SOURCE_AWS_APPLICATION_CREDENTIALS_JSON: s3.credentialsFile,
+    });
+    expect(res.stderr).not.toMatch(/"level":"error"/);
+    expect(res.code).toBe(0);
+  });
+
+  it('waits for a final full snapshot as ebr does, and copies what there is after the timeout', async () => {
+    const res = await copy(s3.url('source'), `file://${at('after-wait')}`, [
+      ...['--wait-for-final-snapshot', '--wait-for-final-snapshot-timeout', '1s', '--newest-chain-only'],
+    ]);
+    expect(res.code).toBe(0);
+    expect(res.summary.finalSnapshot).toBe('timed out');
+    expect(res.stderr).toMatch(/no final full snapshot before the timeout/);
+  });
+});
