@@ -176,14 +176,22 @@ export class BboltReader {
 
   /** Every element of a bucket, in key order. */
   *elements(bucket: BucketValue): Generator<LeafElement> {
+    for (const leaf of this.leaves(bucket)) yield* leafElements(leaf.page);
+  }
+
+  /**
+   * The leaf pages of a bucket in key order, each with its page id (undefined for an inline bucket, whose one
+   * leaf is the bucket's value): one page in memory at a time, plus the branch pages above it.
+   */
+  *leaves(bucket: BucketValue): Generator<{ id: number | undefined; page: Buffer }> {
     if (bucket.inline) {
-      yield* leafElements(bucket.inline);
+      yield { id: undefined, page: bucket.inline };
       return;
     }
-    const walk = function* (this: BboltReader, id: number): Generator<LeafElement> {
+    const walk = function* (this: BboltReader, id: number): Generator<{ id: number; page: Buffer }> {
       const page = this.page(id);
       const flags = page.readUInt16LE(8);
-      if (flags === LEAF_PAGE) yield* leafElements(page);
+      if (flags === LEAF_PAGE) yield { id, page };
       else if (flags === BRANCH_PAGE) for (const child of branchChildren(page)) yield* walk.call(this, child.pgid);
       else throw new IntegrityError(`bbolt page ${id} is neither a branch nor a leaf`);
     };
