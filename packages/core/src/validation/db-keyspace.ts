@@ -17,7 +17,7 @@ export interface DbKeyspace {
 /** The Map of keys held before a sorted run goes to disk: ~250k keys of Kubernetes' length. */
 const MEMORY_BUDGET = 32 << 20;
 /** Pages read between young-generation collections: each read is a fresh buffer, dead at once. */
-const PAGES_PER_COLLECTION = 4096;
+const PAGES_PER_COLLECTION = 256;
 
 /**
  * The keyspace an etcd db holds, read from the file without etcd (docs/etcd-formats.md §3.2): the `key`
@@ -41,6 +41,8 @@ export function dbKeyspace(
     let pages = 0;
     for (const leaf of reader.leaves(keyBucket)) {
       leafElements(leaf.page).forEach((row, element) => {
+        // an empty row is the placeholder a revision-bumping restore leaves for a pending compaction (docs/etcd-formats.md §4.2)
+        if (row.value.length === 0) return;
         const main = Number(row.key.readBigUInt64BE(0));
         const tombstone = row.key.length === 18 && row.key[17] === 0x74;
         rows.add(userKey(row.value, leaf.id, element), { page: leaf.id, element }, tombstone, main <= earlier);
