@@ -169,9 +169,10 @@ export class BboltReader {
   page(id: number): Buffer {
     const { pageSize } = this.meta;
     if (id >= this.meta.pgid) throw new IntegrityError(`bbolt page ${id} is past the end (${this.meta.pgid} pages)`);
-    const header = this.read(id * pageSize, PAGE_HEADER);
-    const span = (header.readUInt32LE(12) + 1) * pageSize;
-    return span === PAGE_HEADER ? header : this.read(id * pageSize, span);
+    // One read for a page without overflow, which most are; a second for the span when it has some.
+    const first = this.read(id * pageSize, pageSize);
+    const overflow = first.readUInt32LE(12);
+    return overflow === 0 ? first : this.read(id * pageSize, (overflow + 1) * pageSize);
   }
 
   /** Every element of a bucket, in key order. */
