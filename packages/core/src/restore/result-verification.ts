@@ -24,6 +24,17 @@ export interface VerifiedResult {
   fingerprint?: KeyspaceFingerprint;
 }
 
+/** What a verification found in the data dir. */
+interface Found {
+  /** Who says so, for the error message. */
+  source: string;
+  revision: number;
+  keys: number;
+  /** Live keys at the full snapshot's revision. */
+  keysAtBase: number;
+  fingerprint?: KeyspaceFingerprint;
+}
+
 /**
  * The member data dir `dataDir` holds what the replay produced: its revision, and as many live keys as the
  * full snapshot held at its revision plus those the deltas created minus those they deleted. Throws an
@@ -35,7 +46,8 @@ export async function verifyResult(
   replayed: ChainReplayResult,
   ctx: { binaries: EtcdBinaries; workDir: string },
 ): Promise<VerifiedResult> {
-  const found = method === 'check' ? await checkWithoutEtcd(dataDir, replayed, ctx.workDir) : await checkWithEtcd();
+  const found =
+    method === 'check' ? await checkWithoutEtcd(dataDir, replayed, ctx) : await checkWithEtcd(dataDir, replayed, ctx);
   const expectedKeys = found.keysAtBase + replayed.created - replayed.deleted;
   if (found.revision !== replayed.revision || found.keys !== expectedKeys) {
     throw new OperationError(
@@ -47,33 +59,19 @@ export async function verifyResult(
     keys: found.keys,
     ...(found.fingerprint ? { fingerprint: found.fingerprint } : {}),
   };
-
-  async function checkWithEtcd() {
-    const onDisk = await dbFileRevision(join(dataDir, 'member', 'snap', 'db'));
-    const inspection = await inspectDataDir({
-      binaries: ctx.binaries,
-      dataDir,
-      workDir: ctx.workDir,
-      atRevision: replayed.baseRevision,
-    });
-    return {
-      source: `etcd reports (db file: revision ${onDisk})`,
-      // a db file that disagrees with etcd fails as a revision mismatch
-      revision: onDisk === inspection.revision ? inspection.revision : onDisk,
-      keys: inspection.keys,
-      keysAtBase: inspection.keysAt ?? 0,
-      fingerprint: undefined,
-    };
-  }
 }
 
-async function checkWithoutEtcd(dataDir: string, replayed: ChainReplayResult, workDir: string) {
+async function checkWithoutEtcd(
+  dataDir: string,
+  replayed: ChainReplayResult,
+  ctx: { workDir: string },
+): Promise<Found> {
   const report = await validateDataDir({ dataDir, mode: 'full', maxRevisionsAhead: Number.POSITIVE_INFINITY });
   if (report.verdict !== 'valid') {
     throw new OperationError(`the restored data failed verification: ${report.reason}; the target was left as it was`);
   }
   const keyspace = dbKeyspace(join(dataDir, 'member', 'snap', 'db'), {
-    tmpDir: workDir,
+    tmpDir: ctx.workDir,
     earlierRevision: replayed.baseRevision,
   });
   return {
@@ -82,5 +80,30 @@ async function checkWithoutEtcd(dataDir: string, replayed: ChainReplayResult, wo
     keys: keyspace.fingerprint.keys,
     keysAtBase: keyspace.keysAtEarlier ?? 0,
     fingerprint: keyspace.fingerprint,
+  };
+}
+
+async function checkWithEtcd(
+  dataDir: string,
+  replayed: ChainReplayResult,
+  ctx: { binaries: EtcdBinaries; workDir: string },
+): Promise<Found> {
+  const onDisk = await dbFileRevision(join(dataDir, 'member', 'snap', 'db'));
+  const inspection = await inspectDataDir({
+    binaries: ctx.binaries,
+    dataDir,
+    workDir: ctx.workDir,
+    atRevision: replayed.baseRevision,
+  });
+  if (onDisk !== inspection.revision) {
+    throw new OperationError(
+      `the restored data failed verification: etcd reports revision ${inspection.revision}, its db file says ${onDisk}; the target was left as it was`,
+    );
+  }
+  return {
+    source: 'etcd reports',
+    revision: inspection.revision,
+    keys: inspection.keys,
+    keysAtBase: inspection.keysAt ?? 0,
   };
 }

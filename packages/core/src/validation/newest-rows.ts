@@ -1,5 +1,6 @@
 import { closeSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { collectGarbage } from '../common/memory-bound.js';
 
 /** Where a row lies in the db: its leaf page (undefined: the inline bucket) and its element there. */
 export interface RowPlace {
@@ -122,6 +123,8 @@ export class NewestRows {
     }
     this.current = new Map();
     this.currentBytes = 0;
+    // The old map is garbage in the old generation, which V8 would otherwise let grow by several maps first.
+    collectGarbage('major');
   }
 }
 
