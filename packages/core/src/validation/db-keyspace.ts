@@ -41,7 +41,8 @@ export function dbKeyspace(
     let pages = 0;
     for (const leaf of reader.leaves(keyBucket)) {
       leafElements(leaf.page).forEach((row, element) => {
-        // an empty row is the placeholder a revision-bumping restore leaves for a pending compaction (docs/etcd-formats.md §4.2)
+        // an empty row is the placeholder a revision-bumping restore leaves for a pending compaction
+        // (docs/etcd-formats.md §4.2): not a key
         if (row.value.length === 0) return;
         const main = Number(row.key.readBigUInt64BE(0));
         const tombstone = row.key.length === 18 && row.key[17] === 0x74;
