@@ -1,5 +1,5 @@
 import { closeSync, openSync } from 'node:fs';
-import { cp, open, readdir, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import { cp, open, readdir, readFile, rename, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   BboltReader,
@@ -276,6 +276,23 @@ describe('etcd-validate check (the built program, data dirs of a real etcd)', ()
     const warning = report?.findings.find((f) => f.check === 'snap');
     expect(warning?.severity).toBe('warning');
     expect(warning?.message).toMatch(/the WAL's last snapshot record \(index \d+\) has no \.snap file/);
+  });
+
+  it('the newest .snap file missing where the WAL no longer reaches back to the one before: a restore', async () => {
+    const dataDir = await copy('snap-missing-wal');
+    const files = await snapFiles(dataDir);
+    await rm(join(dataDir, 'member/snap', files[files.length - 1]));
+    // the WAL as etcd leaves it after removing the segments before its last snapshot: the oldest one starts there
+    const [segment] = await listWalSegments(join(dataDir, 'member/wal'));
+    const start = files[files.length - 1].slice(17, 33);
+    await rename(segment.path, join(dataDir, 'member/wal', `${segment.name.slice(0, 17)}${start}.wal`));
+    const { code, report } = await check(dataDir, ['--mode', 'full']);
+    expect(code).toBe(3);
+    expect(report?.reason).toMatch(
+      new RegExp(
+        `has no \\.snap file .*, and the newest \\.snap there is, member/snap/${files[files.length - 2]} .* is older than the WAL's oldest segment`,
+      ),
+    );
   });
 
   it('no member/wal needs a restore', async () => {

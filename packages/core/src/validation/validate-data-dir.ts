@@ -6,7 +6,8 @@ import { openStore } from '../store/location.js';
 import { isTransient } from '../store/retry.js';
 import type { SnapStore } from '../store/snapstore.js';
 import { type RaftSnapshotFile, readNewestRaftSnapshot } from '../wal/raft-snapshot-file.js';
-import { scanWal, type WalSummary } from '../wal/wal-scan.js';
+import { scanWal, type WalSnapshotMark, type WalSummary } from '../wal/wal-scan.js';
+import { listWalSegments } from '../wal/wal-segments.js';
 import { checkDb, type DbState } from './db-check.js';
 import { checkSafeGuard } from './safe-guard.js';
 import { type DataDirReport, type Finding, type ValidationMode, VERDICTS, type Verdict } from './verdict.js';
@@ -243,13 +244,7 @@ async function snapFacts(
         message: `member/snap/${file.name} (index ${file.index}) has no WAL snapshot record${walMark ? ` (the WAL's last is at index ${walMark.index})` : ''}: etcd saves the file first, so a crash came between the two; etcd starts from an older snapshot`,
       });
     } else {
-      if (walMark && file.index < walMark.index) {
-        findings.push({
-          check: 'snap',
-          severity: 'warning',
-          message: `the WAL's last snapshot record (index ${walMark.index}) has no .snap file; the newest is member/snap/${file.name} (index ${file.index}), which etcd starts from, replaying the WAL after it`,
-        });
-      }
+      if (walMark && file.index < walMark.index) await checkWalReaches(dataDir, file, walMark, findings);
       inUse = file;
     }
   }
@@ -264,6 +259,33 @@ async function snapFacts(
     }
   }
   return file;
+}
+
+/**
+ * The WAL's last snapshot record has no `.snap` file: etcd writes the file before the record, so the file was
+ * lost. etcd falls back to the newest `.snap` there is and replays the WAL from its index, which the WAL must
+ * still hold: etcd may have removed the segments before the lost snapshot (docs/etcd-formats.md §5.1).
+ */
+async function checkWalReaches(
+  dataDir: string,
+  file: RaftSnapshotFile,
+  walMark: WalSnapshotMark,
+  findings: Finding[],
+): Promise<void> {
+  const [oldest] = await listWalSegments(join(dataDir, 'member/wal'));
+  const lost = `the WAL's last snapshot record (index ${walMark.index}) has no .snap file (etcd writes the file first, so it was lost)`;
+  if (oldest && oldest.index > BigInt(file.index)) {
+    throw new Decided('restore-needed', {
+      check: 'snap',
+      severity: 'problem',
+      message: `${lost}, and the newest .snap there is, member/snap/${file.name} (index ${file.index}), is older than the WAL's oldest segment ${oldest.name}: etcd cannot replay from it`,
+    });
+  }
+  findings.push({
+    check: 'snap',
+    severity: 'warning',
+    message: `${lost}; etcd starts from member/snap/${file.name} (index ${file.index}) and replays the WAL after it`,
+  });
 }
 
 /**
