@@ -70,11 +70,14 @@ describe('etcd-restore of full + delta chains (programs as processes, real etcd)
     return { result: JSON.parse(res.stdout), fingerprint, stderr: res.stderr };
   }
 
-  it('restores the newest revision: the newest full and the deltas after it', async () => {
+  it('restores the newest revision: the newest full and the deltas after it, verified without etcd', async () => {
     const { result, fingerprint, stderr } = await restoreOne('latest');
     expect(result).toMatchObject({ revision: chain.lastRevision, snapshot: chain.fulls[1].name, skipped: [] });
     expect(result.deltas).toEqual(chain.deltas.slice(1).map((d) => d.name));
     expect(fingerprint).toEqual(source.get(chain.lastRevision));
+    // the default verification read the keyspace from the db file: what etcd serves, from the source and the result
+    expect(result).toMatchObject({ verify: 'check', fingerprint: source.get(chain.lastRevision) });
+    expect(stderr).toMatch(/"msg":"verifying the result","revision":\d+,"verify":"check"/);
     // progress lines (JSON, stderr not a terminal) and a summary with the peak memory
     expect(stderr).toMatch(/"level":"progress","msg":"replay","revision":\d+/);
     expect(result.peakRssBytes).toBeGreaterThan(0);
@@ -90,14 +93,17 @@ describe('etcd-restore of full + delta chains (programs as processes, real etcd)
     expect(await ebrLocalListing(storeDir)).toEqual([...chain.fulls, ...chain.deltas].map((s) => s.name).sort());
   });
 
-  it('restores exactly a revision in the middle of a delta (--to-revision), by the gRPC replay too', async () => {
+  it('restores exactly a revision in the middle of a delta (--to-revision), by the gRPC replay, verified by etcd', async () => {
     const { result, fingerprint } = await restoreOne('to-revision', [
       '--to-revision',
       String(midRevision),
       '--replay',
       'grpc',
+      '--verify',
+      'etcd',
     ]);
-    expect(result).toMatchObject({ revision: midRevision, replay: 'grpc' });
+    expect(result).toMatchObject({ revision: midRevision, replay: 'grpc', verify: 'etcd' });
+    expect(result.fingerprint).toBeUndefined();
     expect(fingerprint).toEqual(source.get(midRevision));
   });
 

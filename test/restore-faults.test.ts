@@ -233,13 +233,10 @@ describe('etcd-restore when things go wrong (programs as processes, real etcd)',
   it('after a SIGKILL midway, a rerun clears what was left (the private etcd too) and restores correctly', async () => {
     const store = join(dir, 'store');
     const first = await restore(store, 'killed', ['--dry-run']); // only to get the arguments
-    const child = startProgram(
-      'etcd-restore',
-      first.args.filter((a) => a !== '--dry-run'),
-    );
+    // --verify etcd: killed while it runs an etcd of its own (the one that checks the result), which then outlives it
+    const child = startProgram('etcd-restore', [...first.args.filter((a) => a !== '--dry-run'), '--verify', 'etcd']);
     const scratch = join(dir, `.${basename(first.dataDir)}.restoring`);
     let orphan: number | undefined;
-    // Killed while it runs an etcd of its own (the one that checks the result), which then outlives it.
     for (let i = 0; i < 500 && orphan === undefined; i++) {
       const pidFile = (await readdir(scratch).catch(() => [] as string[])).find((f) => f.endsWith('-etcd.pid'));
       const pid = pidFile && (await readFile(join(scratch, pidFile), 'utf8').catch(() => ''));

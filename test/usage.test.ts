@@ -127,6 +127,13 @@ describe('flags', () => {
     );
   });
 
+  it('a flag with choices refuses another value, naming them', async () => {
+    const args = ['--store', `file://${path('a')}`, '--data-dir', path('dd'), '--verify', 'etcd-please'];
+    expect(usageError(await runProgram('etcd-restore', args))).toMatch(
+      /Argument: verify, Given: "etcd-please", Choices: "check", "etcd"/,
+    );
+  });
+
   it('a single-valued flag given twice is refused, not joined or overridden', async () => {
     const args = ['--store', `file://${path('a')}`, '--data-dir', path('dd1'), '--data-dir', path('dd2')];
     expect(usageError(await runProgram('etcd-restore', args))).toMatch(/--data-dir is given more than once/);

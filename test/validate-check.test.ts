@@ -1,5 +1,5 @@
 import { closeSync, openSync } from 'node:fs';
-import { cp, open, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import { cp, open, readdir, readFile, rename, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   BboltReader,
@@ -216,9 +216,83 @@ describe('etcd-validate check (the built program, data dirs of a real etcd)', ()
       const { code, report } = await check(dataDir, ['--mode', mode]);
       expect(code).toBe(3);
       expect(report?.reason).toMatch(
-        /the WAL's last snapshot is at raft index \d+, ahead of the db's consistent index \d+/,
+        /etcd would start from the raft snapshot at index \d+, ahead of the db's consistent index \d+, and there is no member\/snap\/[0-9a-f]{16}\.snap\.db/,
       );
     }
+  });
+
+  /** The raft snapshot files of a data dir, oldest first. */
+  async function snapFiles(dataDir: string): Promise<string[]> {
+    return (await readdir(join(dataDir, 'member/snap'))).filter((n) => n.endsWith('.snap')).sort();
+  }
+
+  it("reads the newest raft snapshot file: sound, and the one the WAL's last snapshot record names", async () => {
+    const dataDir = path('good', 'data');
+    const newest = (await snapFiles(dataDir)).at(-1) as string;
+    expect(newest).toMatch(/^[0-9a-f]{16}-[0-9a-f]{16}\.snap$/);
+    for (const mode of ['sanity', 'full']) {
+      const { code, report } = await check(dataDir, ['--mode', mode]);
+      expect(code).toBe(0);
+      expect(report?.snap?.file).toBe(newest);
+      expect(report?.snap?.files).toBe((await snapFiles(dataDir)).length);
+      expect(report?.findings.filter((f) => f.check === 'snap')).toEqual([]);
+    }
+    const { report } = await check(dataDir, ['--mode', 'full']);
+    expect(report?.wal?.lastSnapshot).toEqual({ index: report?.snap?.index, term: report?.snap?.term });
+    expect(report?.snap?.index).toBe(Number.parseInt(newest.slice(17, 33), 16));
+  });
+
+  it('a damaged newest .snap file (a flipped byte in its data) needs a restore, in both modes', async () => {
+    const dataDir = await copy('snap-damage');
+    const newest = (await snapFiles(dataDir)).at(-1) as string;
+    const file = join(dataDir, 'member/snap', newest);
+    await xorByte(file, (await stat(file)).size - 20, 0x01);
+    for (const mode of ['sanity', 'full']) {
+      const { code, report } = await check(dataDir, ['--mode', mode]);
+      expect(code).toBe(3);
+      expect(report?.verdict).toBe('restore-needed');
+      expect(report?.reason).toMatch(new RegExp(`^member/snap/${newest}: its crc \\d+ does not match its data`));
+    }
+  });
+
+  it('a .snap file whose name is not what its metadata says needs a restore', async () => {
+    const dataDir = await copy('snap-name');
+    const newest = (await snapFiles(dataDir)).at(-1) as string;
+    const renamed = `${newest.slice(0, 17)}${'f'.repeat(16)}.snap`;
+    await cp(join(dataDir, 'member/snap', newest), join(dataDir, 'member/snap', renamed));
+    const { code, report } = await check(dataDir);
+    expect(code).toBe(3);
+    expect(report?.reason).toMatch(/: its metadata says index \d+, term \d+: not what its name says/);
+  });
+
+  it('the newest .snap file missing: etcd starts from the one before it, valid with a warning', async () => {
+    const dataDir = await copy('snap-missing');
+    const files = await snapFiles(dataDir);
+    expect(files.length).toBeGreaterThan(1);
+    await rm(join(dataDir, 'member/snap', files[files.length - 1]));
+    const { code, report } = await check(dataDir, ['--mode', 'full']);
+    expect(code).toBe(0);
+    expect(report?.snap?.file).toBe(files[files.length - 2]);
+    const warning = report?.findings.find((f) => f.check === 'snap');
+    expect(warning?.severity).toBe('warning');
+    expect(warning?.message).toMatch(/the WAL's last snapshot record \(index \d+\) has no \.snap file/);
+  });
+
+  it('the newest .snap file missing where the WAL no longer reaches back to the one before: a restore', async () => {
+    const dataDir = await copy('snap-missing-wal');
+    const files = await snapFiles(dataDir);
+    await rm(join(dataDir, 'member/snap', files[files.length - 1]));
+    // the WAL as etcd leaves it after removing the segments before its last snapshot: the oldest one starts there
+    const [segment] = await listWalSegments(join(dataDir, 'member/wal'));
+    const start = files[files.length - 1].slice(17, 33);
+    await rename(segment.path, join(dataDir, 'member/wal', `${segment.name.slice(0, 17)}${start}.wal`));
+    const { code, report } = await check(dataDir, ['--mode', 'full']);
+    expect(code).toBe(3);
+    expect(report?.reason).toMatch(
+      new RegExp(
+        `has no \\.snap file .*, and the newest \\.snap there is, member/snap/${files[files.length - 2]} .* is older than the WAL's oldest segment`,
+      ),
+    );
   });
 
   it('no member/wal needs a restore', async () => {

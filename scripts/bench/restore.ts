@@ -10,7 +10,8 @@
 // Job with `resources.limits.memory: 256Mi` would (cgroup v1, as root), and reports whether it completes.
 //
 // Usage: node scripts/bench/restore.ts [--keys 100000] [--events 200000] [--value-size 900]
-//          [--delta-value-size 900] [--deltas 10] [--replay direct,grpc] [--runs 1] [--memory-limit 256Mi]
+//          [--delta-value-size 900] [--deltas 10] [--replay direct,grpc] [--verify check,etcd] [--runs 1]
+//          [--memory-limit 256Mi]
 //          [--keep DIR [--reuse]]
 // --reuse takes the store (and the source's fingerprint) a run with --keep DIR left there, instead of
 // loading etcd again. A quick run: node scripts/bench/restore.ts --keys 10000 --events 20000
@@ -43,6 +44,7 @@ const { values } = parseArgs({
     'delta-value-size': { type: 'string', default: '900' },
     deltas: { type: 'string', default: '10' },
     replay: { type: 'string', default: 'direct' },
+    verify: { type: 'string', default: 'check,etcd' },
     runs: { type: 'string', default: '1' },
     'memory-limit': { type: 'string' },
     keep: { type: 'string' },
@@ -183,7 +185,7 @@ function restorePhase(line: string): string | undefined {
     case 'replay':
       return 'replay deltas';
     case 'verifying the result':
-      return 'verify (etcd started)';
+      return 'verify';
     case 'restored':
       return 'swap in';
     default:
@@ -230,7 +232,9 @@ try {
   const limits = memoryLimit ? [undefined, memoryLimit] : [undefined];
   // Interleaved, so that the shared machine's load falls on every case alike.
   for (let i = 0; i < runs; i++) {
-    for (const method of values.replay!.split(',')) {
+    for (const [method, verify] of values
+      .replay!.split(',')
+      .flatMap((m) => values.verify!.split(',').map((v) => [m, v]))) {
       for (const limit of limits) {
         const dataDir = join(work, `restored-${method}`);
         await rm(dataDir, { recursive: true, force: true });
@@ -253,12 +257,14 @@ try {
             'bench',
             '--replay',
             method,
+            '--verify',
+            verify,
             '--output',
             'json',
           ],
           { phaseOf: restorePhase, memoryLimitBytes: limit },
         );
-        const name = `etcd-restore --replay ${method}`;
+        const name = `etcd-restore --replay ${method} --verify ${verify}`;
         if (run.code !== 0) {
           const why = run.signal ?? `exit ${run.code}`;
           record(name, run, loadBefore, `FAILED (${why}): ${run.stderr.trim().split('\n').at(-1)?.slice(0, 200)}`);
@@ -270,11 +276,17 @@ try {
           clusterToken: 'bench',
         });
         const same = restored.sha256 === source.sha256 && restored.revision === source.revision;
+        // --verify check read the fingerprint from the db file: it must be the source's too
+        const fromFile = result.fingerprint
+          ? result.fingerprint.sha256 === source.sha256
+            ? ", db file's = source"
+            : ", DB FILE'S DIFFERS"
+          : '';
         record(
           name,
           run,
           loadBefore,
-          `rev ${result.revision}, ${same ? 'fingerprint = source' : 'FINGERPRINT DIFFERS'}; own peak ${(result.peakRssBytes / 1048576).toFixed(0)} MB, replay ${(result.replayPeakRssBytes / 1048576).toFixed(0)} MB`,
+          `rev ${result.revision}, ${same ? 'fingerprint = source' : 'FINGERPRINT DIFFERS'}${fromFile}; own peak ${(result.peakRssBytes / 1048576).toFixed(0)} MB, replay ${(result.replayPeakRssBytes / 1048576).toFixed(0)} MB`,
         );
       }
     }

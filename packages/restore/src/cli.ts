@@ -13,6 +13,7 @@ import {
   restoreSettings,
   runProgram,
   storeOption,
+  VERIFY_METHODS,
 } from '@etcd-steward/core';
 
 await programArgs('etcd-restore')
@@ -60,6 +61,12 @@ await programArgs('etcd-restore')
           default: REPLAY_METHODS[0],
           describe:
             'How deltas are applied: direct = rows written into the db file; grpc = txns into a private etcd (slower, the reference)',
+        })
+        .option('verify', {
+          choices: VERIFY_METHODS,
+          default: VERIFY_METHODS[0],
+          describe:
+            'How the result proves itself before it replaces --data-dir: check = the full check of etcd-validate plus the revision, key count and keyspace fingerprint read from the db file (no etcd; memory independent of the db size); etcd = etcd started on a copy (maps the whole db)',
         })
         .option('max-txn-ops', { type: 'number', default: 10240, describe: 'Most operations in one txn (grpc replay)' })
         .option('max-request-bytes', {

@@ -169,21 +169,30 @@ export class BboltReader {
   page(id: number): Buffer {
     const { pageSize } = this.meta;
     if (id >= this.meta.pgid) throw new IntegrityError(`bbolt page ${id} is past the end (${this.meta.pgid} pages)`);
-    const header = this.read(id * pageSize, PAGE_HEADER);
-    const span = (header.readUInt32LE(12) + 1) * pageSize;
-    return span === PAGE_HEADER ? header : this.read(id * pageSize, span);
+    // One read for a page without overflow, which most are; a second for the span when it has some.
+    const first = this.read(id * pageSize, pageSize);
+    const overflow = first.readUInt32LE(12);
+    return overflow === 0 ? first : this.read(id * pageSize, (overflow + 1) * pageSize);
   }
 
   /** Every element of a bucket, in key order. */
   *elements(bucket: BucketValue): Generator<LeafElement> {
+    for (const leaf of this.leaves(bucket)) yield* leafElements(leaf.page);
+  }
+
+  /**
+   * The leaf pages of a bucket in key order, each with its page id (undefined for an inline bucket, whose one
+   * leaf is the bucket's value): one page in memory at a time, plus the branch pages above it.
+   */
+  *leaves(bucket: BucketValue): Generator<{ id: number | undefined; page: Buffer }> {
     if (bucket.inline) {
-      yield* leafElements(bucket.inline);
+      yield { id: undefined, page: bucket.inline };
       return;
     }
-    const walk = function* (this: BboltReader, id: number): Generator<LeafElement> {
+    const walk = function* (this: BboltReader, id: number): Generator<{ id: number; page: Buffer }> {
       const page = this.page(id);
       const flags = page.readUInt16LE(8);
-      if (flags === LEAF_PAGE) yield* leafElements(page);
+      if (flags === LEAF_PAGE) yield { id, page };
       else if (flags === BRANCH_PAGE) for (const child of branchChildren(page)) yield* walk.call(this, child.pgid);
       else throw new IntegrityError(`bbolt page ${id} is neither a branch nor a leaf`);
     };

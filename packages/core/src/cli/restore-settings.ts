@@ -5,6 +5,7 @@ import { parseRfc3339Nanos } from '../format/event-time.js';
 import { DEFAULT_REPLAYED_LEASE_TTL } from '../replay/replay-events.js';
 import type { ReplayMethod } from '../restore/replay-method.js';
 import type { RestoreOptions } from '../restore/restore.js';
+import type { VerifyMethod } from '../restore/result-verification.js';
 import { flagGiven } from './flag-sources.js';
 
 const PEER_URL = /^https?:\/\/[^/\s]+/;
@@ -75,6 +76,7 @@ export interface RestoreArgs extends MemberArgs {
   'allow-partial': boolean;
   'max-fetchers': number;
   replay: ReplayMethod;
+  verify?: VerifyMethod;
   'max-txn-ops': number;
   'max-request-bytes': number;
   'lease-ttl'?: number;
@@ -115,6 +117,7 @@ export function restoreSettings(args: RestoreArgs): Omit<RestoreOptions, 'store'
     allowPartial: args['allow-partial'],
     maxFetchers: count('max-fetchers', args['max-fetchers'], 1, 64),
     replay: args.replay,
+    verify: args.verify,
     limits: {
       maxTxnOps: count('max-txn-ops', args['max-txn-ops'], 1, 1 << 30),
       maxRequestBytes: count('max-request-bytes', args['max-request-bytes'], 1024, 2 ** 31 - 1),

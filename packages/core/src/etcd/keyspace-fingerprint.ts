@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import type { Etcd3 } from 'etcd3';
 
 /** A digest of a whole keyspace at one revision: equal fingerprints mean equal keys, values and histories. */
@@ -10,27 +10,59 @@ export interface KeyspaceFingerprint {
 
 const PAGE = 1000;
 
+/** One key as the fingerprint sees it: etcd's mvccpb.KeyValue, its numbers as decimal text. */
+export interface FingerprintedKey {
+  key: Buffer;
+  value: Buffer;
+  createRevision: number | string;
+  modRevision: number | string;
+  version: number | string;
+}
+
+/**
+ * The fingerprint's digest, fed one key at a time in key order: each field length-prefixed, so that no two
+ * keyspaces hash alike by shifting bytes between fields. Whoever reads the keyspace (etcd over gRPC, or a db
+ * file directly) feeds it here, so both give the same fingerprint.
+ */
+export class FingerprintHash {
+  private readonly hash: Hash = createHash('sha256');
+  keys = 0;
+
+  add(kv: FingerprintedKey): void {
+    for (const field of [kv.key, kv.value, kv.createRevision, kv.modRevision, kv.version]) {
+      const bytes = Buffer.isBuffer(field) ? field : Buffer.from(String(field));
+      this.hash.update(`${bytes.length}:`).update(bytes);
+    }
+    this.keys++;
+  }
+
+  digest(revision: number): KeyspaceFingerprint {
+    return { revision, keys: this.keys, sha256: this.hash.digest('hex') };
+  }
+}
+
 /**
  * sha256 over every key in key order with its value, create and mod revision and version, read at one
  * revision in pages (a single range over a large keyspace would pass gRPC's message limit).
  */
 export async function keyspaceFingerprint(client: Etcd3, atRevision?: number): Promise<KeyspaceFingerprint> {
-  const hash = createHash('sha256');
+  const hash = new FingerprintHash();
   let revision = atRevision ?? 0;
   let from: Buffer = Buffer.from([0]);
-  let keys = 0;
   for (;;) {
     const res = await client.kv.range({ key: from, range_end: Buffer.from([0]), revision, limit: PAGE });
     if (revision === 0) revision = Number(res.header.revision);
     for (const kv of res.kvs) {
-      for (const field of [kv.key, kv.value, kv.create_revision, kv.mod_revision, kv.version]) {
-        const bytes = Buffer.isBuffer(field) ? field : Buffer.from(String(field));
-        hash.update(`${bytes.length}:`).update(bytes);
-      }
-      keys++;
+      hash.add({
+        key: kv.key,
+        value: kv.value,
+        createRevision: kv.create_revision,
+        modRevision: kv.mod_revision,
+        version: kv.version,
+      });
     }
     if (!res.more || res.kvs.length === 0) break;
     from = Buffer.concat([res.kvs[res.kvs.length - 1].key, Buffer.from([0])]);
   }
-  return { revision, keys, sha256: hash.digest('hex') };
+  return hash.digest(revision);
 }

@@ -9,3 +9,4 @@ export * from './replay-method.js';
 export * from './restore.js';
 export * from './restore-plan.js';
 export * from './restore-summary.js';
+export * from './result-verification.js';

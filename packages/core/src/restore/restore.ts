@@ -1,11 +1,10 @@
 import { rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { SnapshotChain } from '../backup/snapshot-chain.js';
-import { dbFileRevision } from '../bbolt/db-file-revision.js';
 import { errorMessage, OperationError } from '../common/errors.js';
 import { type Logger, silentLogger } from '../common/logger.js';
 import { type EtcdBinaries, findEtcdBinaries } from '../etcd/etcd-binaries.js';
-import { inspectDataDir } from '../etcd/snapshot-inspection.js';
+import type { KeyspaceFingerprint } from '../etcd/keyspace-fingerprint.js';
 import { type MemberConfig, runSnapshotRestore } from '../etcd/snapshot-restore-command.js';
 import { type ChainReplayResult, UnusableFullSnapshotError } from '../replay/replay-chain.js';
 import type { TxnLimits } from '../replay/replay-events.js';
@@ -14,6 +13,7 @@ import { DataDirTarget } from './data-dir.js';
 import { replayInChild } from './isolated-replay.js';
 import type { ReplayMethod } from './replay-method.js';
 import { planRestore, type RestorePlan, type RestoreRequest } from './restore-plan.js';
+import { type VerifyMethod, verifyResult } from './result-verification.js';
 
 export interface RestoreOptions extends RestoreRequest {
   /** The store's URL (`--store`): the replay process opens its own connection to it. */
@@ -27,6 +27,8 @@ export interface RestoreOptions extends RestoreRequest {
   limits?: TxnLimits;
   leaseTtl?: number;
   replay?: ReplayMethod;
+  /** How the result proves itself before it is swapped in (default `check`). */
+  verify?: VerifyMethod;
   etcdBinDir?: string;
   logger?: Logger;
   signal?: AbortSignal;
@@ -44,6 +46,9 @@ export interface RestoreResult {
   /** With --allow-partial: what could not be restored, and why. */
   lost?: { fromRevision: number; toRevision: number; delta?: string; reason: string };
   replay: ReplayMethod;
+  verify: VerifyMethod;
+  /** The restored keyspace's fingerprint, read from the db file (`--verify check`). */
+  fingerprint?: KeyspaceFingerprint;
   durationMs: number;
   /** Peak resident memory of this process, and of the replay (a child process); etcd's own is not included. */
   peakRssBytes: number;
@@ -53,8 +58,9 @@ export interface RestoreResult {
 /**
  * Rebuilds a data dir from a store: the newest usable chain (full snapshot plus deltas), replayed up to the
  * target, verified, then laid out for the requested member by etcd's own restore tool. All work happens in
- * a scratch dir beside the target, which is replaced only once the result proved itself: its revision and
- * key count are what the chain says, and etcd started and stopped cleanly on it.
+ * a scratch dir beside the target, which is replaced only once the result proved itself: it passes
+ * etcd-validate's full check (or etcd starts and stops cleanly on it, `verify: 'etcd'`), and its revision and
+ * key count are what the chain says.
  */
 export async function restore(options: RestoreOptions): Promise<RestoreResult> {
   const logger = options.logger ?? silentLogger;
@@ -134,6 +140,7 @@ export async function restore(options: RestoreOptions): Promise<RestoreResult> {
         skipped,
         ...(lostNow ? { lost: lostNow } : {}),
         replay: method,
+        verify: options.verify ?? 'check',
         durationMs: Date.now() - started,
         peakRssBytes: process.resourceUsage().maxRSS * 1024,
         replayPeakRssBytes: replayed.peakRssBytes,
@@ -180,8 +187,7 @@ function memberDataDir(workDir: string): string {
 
 /**
  * Makes the member's data dir from the replayed snapshot with etcd's own restore tool, unless the replay
- * already went into one; proves it (etcd starts on a copy and reports the expected revision and key count,
- * then stops cleanly) and swaps it in.
+ * already went into one; proves it (result-verification.ts) and swaps it in.
  */
 async function finish(
   options: RestoreOptions,
@@ -189,7 +195,7 @@ async function finish(
   chain: SnapshotChain,
   replayed: ChainReplayResult,
   ctx: { binaries: EtcdBinaries; target: DataDirTarget; workDir: string; logger: Logger; signal?: AbortSignal },
-): Promise<{ dataDir: string; revision: number; keys: number }> {
+): Promise<{ dataDir: string; revision: number; keys: number; fingerprint?: KeyspaceFingerprint }> {
   const revision = replayed.revision;
   const partial = replayed.stoppedBy !== undefined || chain.gap !== undefined;
   if (options.toRevision !== undefined && revision !== options.toRevision && !partial) {
@@ -203,23 +209,18 @@ async function finish(
     await runSnapshotRestore(ctx.binaries, replayed.snapshotFile, dataDir, options.member, { signal: ctx.signal });
     await rm(replayed.snapshotFile, { force: true });
   }
-  const onDisk = await dbFileRevision(join(dataDir, 'member', 'snap', 'db'));
   ctx.signal?.throwIfAborted();
-  ctx.logger.info('verifying the result', { revision });
-  const inspection = await inspectDataDir({
-    binaries: ctx.binaries,
-    dataDir,
-    workDir: ctx.workDir,
-    atRevision: replayed.baseRevision,
-  });
-  const expectedKeys = (inspection.keysAt ?? 0) + replayed.created - replayed.deleted;
-  if (onDisk !== revision || inspection.revision !== revision || inspection.keys !== expectedKeys) {
-    throw new OperationError(
-      `the restored data failed verification: etcd reports revision ${inspection.revision} with ${inspection.keys} keys (db file: revision ${onDisk}), expected revision ${revision} with ${expectedKeys}; the target was left as it was`,
-    );
-  }
+  const method = options.verify ?? 'check';
+  ctx.logger.info('verifying the result', { revision, verify: method });
+  const verified = await verifyResult(method, dataDir, replayed, ctx);
   ctx.signal?.throwIfAborted();
   await ctx.target.swapIn(dataDir);
-  ctx.logger.info('restored', { dataDir: ctx.target.path, revision, keys: inspection.keys, store: plan.store });
-  return { dataDir: ctx.target.path, revision, keys: inspection.keys };
+  ctx.logger.info('restored', {
+    dataDir: ctx.target.path,
+    revision,
+    keys: verified.keys,
+    store: plan.store,
+    ...(verified.fingerprint ? { sha256: verified.fingerprint.sha256 } : {}),
+  });
+  return { dataDir: ctx.target.path, ...verified };
 }

@@ -11,10 +11,13 @@ import {
   PAGE_HEADER,
 } from '../bbolt/bbolt-file.js';
 import { IntegrityError } from '../common/errors.js';
+import { collectGarbage } from '../common/memory-bound.js';
 
 const FREELIST_PAGE = 0x10;
 /** bbolt trees are a few levels deep; anything deeper is a cycle through damaged page ids. */
 const MAX_DEPTH = 64;
+/** Pages read between young-generation collections: each read is a fresh buffer, dead once its page is checked. */
+const PAGES_PER_COLLECTION = 256;
 
 /**
  * bbolt's tx.Check, page by page (docs/etcd-formats.md §2.6): every page reachable from the root at most once
@@ -30,11 +33,13 @@ export function checkBboltTree(reader: BboltReader): number {
   reached[0] = 1;
   reached[1] = 1;
   let walked = 0;
+  let read = 0;
   const fault = (id: number, what: string) => new IntegrityError(`bbolt page ${id}: ${what}`);
 
   const claim = (id: number, parent: string): Buffer => {
     if (id < 2 || id >= pgid) throw fault(id, `${parent} points to it, outside the pages in use (2 to ${pgid - 1})`);
     const page = reader.page(id);
+    if (++read % PAGES_PER_COLLECTION === 0) collectGarbage('minor');
     const overflow = page.readUInt32LE(12);
     if (page.readBigUInt64LE(0) !== BigInt(id)) throw fault(id, `its header says page ${page.readBigUInt64LE(0)}`);
     if (id + overflow >= pgid) throw fault(id, `its ${overflow} overflow pages run past the high-water mark`);

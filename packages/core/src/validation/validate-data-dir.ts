@@ -5,7 +5,9 @@ import { errorMessage, UsageError } from '../common/errors.js';
 import { openStore } from '../store/location.js';
 import { isTransient } from '../store/retry.js';
 import type { SnapStore } from '../store/snapstore.js';
-import { scanWal, type WalSummary } from '../wal/wal-scan.js';
+import { type RaftSnapshotFile, readNewestRaftSnapshot } from '../wal/raft-snapshot-file.js';
+import { scanWal, type WalSnapshotMark, type WalSummary } from '../wal/wal-scan.js';
+import { listWalSegments } from '../wal/wal-segments.js';
 import { checkDb, type DbState } from './db-check.js';
 import { checkSafeGuard } from './safe-guard.js';
 import { type DataDirReport, type Finding, type ValidationMode, VERDICTS, type Verdict } from './verdict.js';
@@ -37,7 +39,7 @@ class Decided extends Error {
 
 /**
  * Is this etcd data dir safe to start etcd on (docs/etcd-formats.md §1 to docs/etcd-formats.md §6)? Checks in order — the volume, the
- * layout, the db, the WAL, then the store — and the first problem decides the verdict. Reads, never writes,
+ * layout, the db, the WAL, the raft snapshot file, then the store — and the first problem decides the verdict. Reads, never writes,
  * the data dir; the only write is ebr's safe_guard file when it is missing.
  */
 export async function validateDataDir(options: ValidateOptions): Promise<DataDirReport> {
@@ -71,7 +73,7 @@ export async function validateDataDir(options: ValidateOptions): Promise<DataDir
       txid: String(db.meta.txid),
       ...(db.pagesWalked === undefined ? {} : { pagesWalked: db.pagesWalked }),
     };
-    const wal = await walFacts(dataDir, mode, db, findings);
+    const wal = await walFacts(dataDir, mode, findings);
     facts.wal = {
       segments: wal.segments,
       segmentsRead: wal.segmentsRead,
@@ -80,6 +82,8 @@ export async function validateDataDir(options: ValidateOptions): Promise<DataDir
       ...(wal.hardState ? { hardState: wal.hardState } : {}),
       tornTail: wal.tornTail !== undefined,
     };
+    const snap = await snapFacts(dataDir, mode, db, wal, findings);
+    if (snap) facts.snap = { file: snap.name, index: snap.index, term: snap.term, files: snap.files };
     let storeNote = '';
     if (store) {
       facts.store = await storeFacts(store, db.revision, options.maxRevisionsAhead, findings);
@@ -182,7 +186,7 @@ function dbFacts(dataDir: string, mode: ValidationMode, findings: Finding[], fai
   return db;
 }
 
-async function walFacts(dataDir: string, mode: ValidationMode, db: DbState, findings: Finding[]): Promise<WalSummary> {
+async function walFacts(dataDir: string, mode: ValidationMode, findings: Finding[]): Promise<WalSummary> {
   let wal: WalSummary;
   try {
     wal = await scanWal(join(dataDir, 'member/wal'), mode === 'full' ? 'all' : 'last');
@@ -200,20 +204,92 @@ async function walFacts(dataDir: string, mode: ValidationMode, db: DbState, find
       message: `the last WAL record (${wal.tornTail.segment} at byte ${wal.tornTail.offset}) is torn, as a crash leaves it: etcd drops it at start-up`,
     });
   }
-  // etcd swaps in member/snap/<index>.snap.db for a db behind the WAL's snapshot, and fails without one (docs/etcd-formats.md §6).
-  // Sanity mode sees the snapshot records of the newest segment only: etcd writes one there at each snapshot.
-  const snapshot = wal.lastSnapshot;
-  if (snapshot && snapshot.index > db.consistentIndex) {
-    const received = join(dataDir, 'member/snap', `${snapshot.index.toString(16).padStart(16, '0')}.snap.db`);
+  return wal;
+}
+
+/**
+ * The newest raft snapshot file (docs/etcd-formats.md §4.3) read and checked, and the snapshot etcd will start
+ * from: the newest `.snap` a WAL snapshot record matches (docs/etcd-formats.md §6). Sanity mode knows the
+ * snapshot records of the newest segment only, where etcd writes one at each snapshot; full mode knows the last
+ * of all. A db behind that snapshot needs the `member/snap/<index>.snap.db` etcd would swap in.
+ */
+async function snapFacts(
+  dataDir: string,
+  mode: ValidationMode,
+  db: DbState,
+  wal: WalSummary,
+  findings: Finding[],
+): Promise<RaftSnapshotFile | undefined> {
+  const snapDir = join(dataDir, 'member/snap');
+  let file: RaftSnapshotFile | undefined;
+  try {
+    file = await readNewestRaftSnapshot(snapDir);
+  } catch (err) {
+    throw new Decided(unreadable(err) ? 'cannot-decide' : 'restore-needed', {
+      check: 'snap',
+      severity: 'problem',
+      message: errorMessage(err),
+    });
+  }
+  const walMark = wal.lastSnapshot;
+  let inUse = walMark;
+  if (file) {
+    const walMarkKnown = mode === 'full' || walMark !== undefined;
+    if (walMark && file.index === walMark.index && file.term !== walMark.term) {
+      throw new Decided('restore-needed', {
+        check: 'snap',
+        severity: 'problem',
+        message: `member/snap/${file.name} is at term ${file.term}, but the WAL's snapshot record at index ${file.index} says term ${walMark.term}: the snapshot and the WAL are from different histories`,
+      });
+    } else if (walMarkKnown && (!walMark || file.index > walMark.index)) {
+      findings.push({
+        check: 'snap',
+        severity: 'warning',
+        message: `member/snap/${file.name} (index ${file.index}) has no WAL snapshot record${walMark ? ` (the WAL's last is at index ${walMark.index})` : ''}: etcd saves the file first, so a crash came between the two; etcd starts from an older snapshot`,
+      });
+    } else {
+      if (walMark && file.index < walMark.index) await checkWalReaches(dataDir, file, walMark, findings);
+      inUse = file;
+    }
+  }
+  if (inUse && inUse.index > db.consistentIndex) {
+    const received = join(snapDir, `${inUse.index.toString(16).padStart(16, '0')}.snap.db`);
     if (!(await stat(received).catch(() => undefined))?.isFile()) {
       throw new Decided('restore-needed', {
-        check: 'wal',
+        check: 'snap',
         severity: 'problem',
-        message: `the WAL's last snapshot is at raft index ${snapshot.index}, ahead of the db's consistent index ${db.consistentIndex}: the db is older than the WAL`,
+        message: `etcd would start from the raft snapshot at index ${inUse.index}, ahead of the db's consistent index ${db.consistentIndex}, and there is no ${received.slice(dataDir.length + 1)} to replace the db with: the db is older than the WAL`,
       });
     }
   }
-  return wal;
+  return file;
+}
+
+/**
+ * The WAL's last snapshot record has no `.snap` file: etcd writes the file before the record, so the file was
+ * lost. etcd falls back to the newest `.snap` there is and replays the WAL from its index, which the WAL must
+ * still hold: etcd may have removed the segments before the lost snapshot (docs/etcd-formats.md §5.1).
+ */
+async function checkWalReaches(
+  dataDir: string,
+  file: RaftSnapshotFile,
+  walMark: WalSnapshotMark,
+  findings: Finding[],
+): Promise<void> {
+  const [oldest] = await listWalSegments(join(dataDir, 'member/wal'));
+  const lost = `the WAL's last snapshot record (index ${walMark.index}) has no .snap file (etcd writes the file first, so it was lost)`;
+  if (oldest && oldest.index > BigInt(file.index)) {
+    throw new Decided('restore-needed', {
+      check: 'snap',
+      severity: 'problem',
+      message: `${lost}, and the newest .snap there is, member/snap/${file.name} (index ${file.index}), is older than the WAL's oldest segment ${oldest.name}: etcd cannot replay from it`,
+    });
+  }
+  findings.push({
+    check: 'snap',
+    severity: 'warning',
+    message: `${lost}; etcd starts from member/snap/${file.name} (index ${file.index}) and replays the WAL after it`,
+  });
 }
 
 /**

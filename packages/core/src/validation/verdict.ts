@@ -17,7 +17,7 @@ export type ValidationMode = 'sanity' | 'full';
 
 /** One thing a check noticed. A warning leaves the data dir valid; a problem decides the verdict. */
 export interface Finding {
-  check: 'safe-guard' | 'layout' | 'db' | 'wal' | 'store';
+  check: 'safe-guard' | 'layout' | 'db' | 'wal' | 'snap' | 'store';
   severity: 'warning' | 'problem';
   message: string;
 }
@@ -47,6 +47,8 @@ export interface DataDirReport {
     hardState?: { term: number; commit: number };
     tornTail: boolean;
   };
+  /** The newest raft snapshot file (`member/snap/*.snap`), when there is one. */
+  snap?: { file: string; index: number; term: number; files: number };
   store?: { newestRevision?: number; snapshots: number };
 }
 
