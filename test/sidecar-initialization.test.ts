@@ -1,8 +1,7 @@
-import { closeSync, openSync } from 'node:fs';
-import { cp, mkdir, open, readdir, readFile } from 'node:fs/promises';
+
+import { cp, mkdir, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
-  BboltReader,
   freePort,
   type KeyspaceFingerprint,
   keyspaceFingerprint,
@@ -11,6 +10,7 @@ import {
 } from '@etcd-steward/core';
 import { withMember, writeWorkload } from '@etcd-steward/testing';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { damageKeyLeaf } from './data-dir-damage.js';
 import { runProgram } from './run-program.js';
 import { type SidecarProcess, startSidecar, waitFor } from './sidecar-helpers.js';
 import { tempDir } from './temp-dir.js';
@@ -44,33 +44,11 @@ describe('the sidecar initializes the data dir (etcd-snapshot run, no etcd runni
     sidecar = undefined;
   });
 
-  /** A copy of the data dir whose leftmost leaf of the `key` bucket has its first key's top byte flipped. */
+  /** A copy of the data dir whose `key` bucket has a damaged leaf (full mode finds it, sanity mode does not). */
   async function leafDamaged(name: string): Promise<string> {
     const dataDir = path(name, 'data');
     await cp(path('good', 'data'), dataDir, { recursive: true });
-    const db = join(dataDir, 'member/snap/db');
-    const fd = openSync(db, 'r');
-    let leafStart: number;
-    try {
-      const reader = new BboltReader(fd);
-      const key = reader.buckets().get('key');
-      if (!key || key.root === 0) throw new Error('the key bucket should span pages');
-      leafStart = reader.leafRefs(key.root).pgid(0) * reader.meta.pageSize;
-    } finally {
-      closeSync(fd);
-    }
-    const handle = await open(db, 'r+');
-    try {
-      const page = Buffer.alloc(64);
-      await handle.read(page, 0, 64, leafStart);
-      const at = leafStart + 16 + page.readUInt32LE(16 + 4);
-      const byte = Buffer.alloc(1);
-      await handle.read(byte, 0, 1, at);
-      byte[0] ^= 0xff;
-      await handle.write(byte, 0, 1, at);
-    } finally {
-      await handle.close();
-    }
+    await damageKeyLeaf(join(dataDir, 'member/snap/db'));
     return dataDir;
   }
 

@@ -1,4 +1,4 @@
-import { cp, mkdir, open, readdir, readFile, stat } from 'node:fs/promises';
+import { cp, mkdir, readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   type BootstrapResult,
@@ -10,6 +10,7 @@ import {
 } from '@etcd-steward/core';
 import { fingerprintRestored, withMember, writeWorkload } from '@etcd-steward/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { xorByte } from './data-dir-damage.js';
 import { runProgram } from './run-program.js';
 import { tempDir } from './temp-dir.js';
 
@@ -66,23 +67,11 @@ describe('etcd-validate bootstrap (the built program, one member)', () => {
     return { ...res, result };
   }
 
-  async function flipByte(file: string, position: number): Promise<void> {
-    const handle = await open(file, 'r+');
-    try {
-      const byte = Buffer.alloc(1);
-      await handle.read(byte, 0, 1, position);
-      byte[0] ^= 0xff;
-      await handle.write(byte, 0, 1, position);
-    } finally {
-      await handle.close();
-    }
-  }
-
   /** A copy whose db has a flipped byte in both meta pages: bbolt cannot open it. */
   async function corrupt(name: string): Promise<string> {
     const dataDir = await copy(name);
-    await flipByte(join(dataDir, 'member/snap/db'), 64);
-    await flipByte(join(dataDir, 'member/snap/db'), 4096 + 64);
+    await xorByte(join(dataDir, 'member/snap/db'), 64);
+    await xorByte(join(dataDir, 'member/snap/db'), 4096 + 64);
     return dataDir;
   }
 

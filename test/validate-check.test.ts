@@ -12,6 +12,7 @@ import {
 } from '@etcd-steward/core';
 import { withMember, writeWorkload } from '@etcd-steward/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { damageKeyLeaf, xorByte } from './data-dir-damage.js';
 import { runProgram } from './run-program.js';
 import { tempDir } from './temp-dir.js';
 
@@ -60,18 +61,6 @@ describe('etcd-validate check (the built program, data dirs of a real etcd)', ()
     });
     const report = res.stdout ? (JSON.parse(res.stdout) as DataDirReport) : undefined;
     return { ...res, report };
-  }
-
-  async function xorByte(file: string, position: number, mask = 0xff): Promise<void> {
-    const handle = await open(file, 'r+');
-    try {
-      const byte = Buffer.alloc(1);
-      await handle.read(byte, 0, 1, position);
-      byte[0] ^= mask;
-      await handle.write(byte, 0, 1, position);
-    } finally {
-      await handle.close();
-    }
   }
 
   /** The records of the newest WAL segment: where each starts and how long its data is. */
@@ -134,20 +123,7 @@ describe('etcd-validate check (the built program, data dirs of a real etcd)', ()
 
   it('a flipped byte in a leaf page passes sanity mode and fails full mode', async () => {
     const dataDir = await copy('leaf');
-    const db = join(dataDir, 'member/snap/db');
-    const fd = openSync(db, 'r');
-    let leafStart: number;
-    try {
-      const reader = new BboltReader(fd);
-      const key = reader.buckets().get('key');
-      if (!key || key.root === 0) throw new Error('the key bucket should span pages');
-      leafStart = reader.leafRefs(key.root).pgid(0) * reader.meta.pageSize;
-    } finally {
-      closeSync(fd);
-    }
-    // The first key of the leftmost leaf, main revision's top byte: the leaf's keys fall out of order.
-    const page = (await readFile(db)).subarray(leafStart, leafStart + 64);
-    await xorByte(db, leafStart + 16 + page.readUInt32LE(16 + 4));
+    await damageKeyLeaf(join(dataDir, 'member/snap/db'));
     expect((await check(dataDir)).code).toBe(0);
     const full = await check(dataDir, ['--mode', 'full']);
     expect(full.code).toBe(3);
