@@ -1,4 +1,3 @@
-
 import { cp, mkdir, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {

@@ -19,6 +19,7 @@ import {
   VERDICTS,
   validateDataDir,
 } from '@etcd-steward/core';
+import type { Argv } from 'yargs';
 
 const exitCodes = Object.entries(VERDICTS)
   .map(([, v]) => `${v.exitCode} ${v.wording}`)
@@ -31,6 +32,26 @@ const otherMembers = {
   default: undefined,
   describe: "The other members' client URLs, comma-separated (needed when --initial-cluster names several members)",
 } as const;
+
+/** The data dir and how it is checked: check's flags, which bootstrap checks with too. */
+function checkOptions<T>(y: Argv<T>) {
+  return y
+    .option('data-dir', {
+      type: 'string',
+      demandOption: true,
+      describe: "etcd's data dir (the one holding member/)",
+    })
+    .option('mode', {
+      choices: ['sanity', 'full'] as const,
+      default: 'sanity' as const,
+      describe:
+        'sanity: layout, meta pages, newest revision, consistent index, the newest WAL segment (fast on any size); full: also every page of the db and every WAL segment',
+    })
+    .option('fail-below-revision', {
+      type: 'number',
+      describe: "A db below this revision is invalid (restore needed), as ebr's failbelowrevision",
+    });
+}
 
 function revisionFlag(name: string, value: number | undefined): number | undefined {
   if (value !== undefined && !(Number.isSafeInteger(value) && value >= 0)) {
@@ -47,22 +68,7 @@ await programArgs('etcd-validate')
     'check',
     `Is this etcd data dir safe to start etcd on? Prints one verdict line (or JSON) and exits with its code: ${exitCodes}; 1 the check itself failed, 2 bad usage.`,
     (y) =>
-      storeOption(y, { required: false })
-        .option('data-dir', {
-          type: 'string',
-          demandOption: true,
-          describe: "etcd's data dir (the one holding member/)",
-        })
-        .option('mode', {
-          choices: ['sanity', 'full'] as const,
-          default: 'sanity' as const,
-          describe:
-            'sanity: layout, meta pages, newest revision, consistent index, the newest WAL segment (fast on any size); full: also every page of the db and every WAL segment',
-        })
-        .option('fail-below-revision', {
-          type: 'number',
-          describe: "A db below this revision is invalid (restore needed), as ebr's failbelowrevision",
-        })
+      checkOptions(storeOption(y, { required: false }))
         .option('max-revisions-ahead', {
           type: 'number',
           default: 1_000_000,
@@ -96,22 +102,8 @@ await programArgs('etcd-validate')
     'bootstrap',
     `Before etcd starts: check the data dir, then start it as it is, restore it from the store (the old data moved aside), or rejoin the cluster as a learner; docs/validate.md has the decision table. Exits 0 when etcd may start, else ${refusals} as check does; 1 failed, 2 bad usage.`,
     (y) =>
-      memberOptions(etcdOptions(storeOption(y)))
+      checkOptions(memberOptions(etcdOptions(storeOption(y))))
         .option('endpoints', otherMembers)
-        .option('data-dir', {
-          type: 'string',
-          demandOption: true,
-          describe: "etcd's data dir (the one holding member/)",
-        })
-        .option('mode', {
-          choices: ['sanity', 'full'] as const,
-          default: 'sanity' as const,
-          describe: "The check's mode (see check)",
-        })
-        .option('fail-below-revision', {
-          type: 'number',
-          describe: "A db below this revision is invalid (restore needed), as ebr's failbelowrevision",
-        })
         .option('dry-run', {
           type: 'boolean',
           default: false,
