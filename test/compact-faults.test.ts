@@ -88,7 +88,8 @@ describe('etcd-compact on a small chain: bad usage, failures, a final chain', ()
     const first = startProgram('etcd-compact', args);
     const exited = new Promise<number | null>((resolve) => first.once('exit', resolve));
     await privateEtcdPid(work);
-    const second = await runProgram('etcd-compact', args);
+    first.kill('SIGSTOP'); // stalled inside the lock, so that the second run cannot come after it
+    const second = await runProgram('etcd-compact', args).finally(() => first.kill('SIGCONT'));
     expect(second.code).toBe(1);
     expect(JSON.parse(second.stderr.trim().split('\n').at(-1)!).msg).toMatch(LOCKED_BY_COMPACTION);
     expect(await exited).toBe(0);
@@ -131,7 +132,8 @@ describe('etcd-compact on a small chain: bad usage, failures, a final chain', ()
     compaction.stdout?.on('data', (d) => (stdout += d));
     const exited = new Promise<number | null>((resolve) => compaction.once('exit', resolve));
     await privateEtcdPid(work);
-    const refused = await gc();
+    compaction.kill('SIGSTOP'); // stalled inside the lock, so that gc cannot come after it
+    const refused = await gc().finally(() => compaction.kill('SIGCONT'));
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(LOCKED_BY_COMPACTION);
     expect(await exited).toBe(0);
