@@ -1,8 +1,10 @@
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { LocalStore, listSnapshots, openStore, snapshotName } from '@etcd-steward/core';
+import { Readable } from 'node:stream';
+import { LocalStore, listSnapshots, openStore, type SnapStore, snapshotName } from '@etcd-steward/core';
 import { buildChainStore, startCluster } from '@etcd-steward/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { restoreAndFingerprint } from './restore-program.js';
 import { runProgram, startProgram } from './run-program.js';
 import { startFaultProxy } from './servers/fault-proxy.js';
 import { type S3TestServer, startS3Server } from './servers/s3-server.js';
@@ -36,6 +38,7 @@ describe('etcd-compact on a small chain: bad usage, failures, a final chain', ()
     [['--work-dir', '/nonexistent/compact'], /--work-dir \/nonexistent\/compact does not exist/],
     [['--etcd-bin-dir', '/nonexistent'], /no etcd binary in --etcd-bin-dir \/nonexistent/],
     [['--defragment=maybe'], /defragment/],
+    [['--lock-ttl', '10s'], /--lock-ttl must be at least 30s/],
   ])('%s: exit 2 with the fix named, before any work', async (args, message) => {
     const res = await runProgram('etcd-compact', ['--store', storeUrl, ...args]);
     expect(res.code, res.stderr).toBe(2);
@@ -77,7 +80,7 @@ describe('etcd-compact on a small chain: bad usage, failures, a final chain', ()
     );
   });
 
-  it('refuses to run beside another compaction of the same store in the same work dir (exit 1)', async () => {
+  it('refuses to run beside another compaction of the same store: the store lock is taken (exit 1)', async () => {
     await copyOfStore('concurrent');
     const work = at('work-concurrent');
     await mkdir(work);
@@ -85,13 +88,64 @@ describe('etcd-compact on a small chain: bad usage, failures, a final chain', ()
     const first = startProgram('etcd-compact', args);
     const exited = new Promise<number | null>((resolve) => first.once('exit', resolve));
     await privateEtcdPid(work);
-    const second = await runProgram('etcd-compact', args);
+    first.kill('SIGSTOP'); // stalled inside the lock, so that the second run cannot come after it
+    const second = await runProgram('etcd-compact', args).finally(() => first.kill('SIGCONT'));
     expect(second.code).toBe(1);
-    expect(JSON.parse(second.stderr.trim().split('\n').at(-1)!).msg).toMatch(
-      /another etcd-compact \(pid \d+\) is compacting this store in .*: let it finish/,
-    );
+    expect(JSON.parse(second.stderr.trim().split('\n').at(-1)!).msg).toMatch(LOCKED_BY_COMPACTION);
     expect(await exited).toBe(0);
     expect(await readdir(work)).toEqual([]);
+    expect(await lockRecord(at('concurrent'))).toBeUndefined(); // released at the end
+  });
+
+  it('fails at once, exit 1, when gc holds the store lock: the holder named, nothing touched', async () => {
+    const locked = await copyOfStore('held');
+    const names = (await listSnapshots(locked)).map((e) => e.name);
+    const record = {
+      token: 'e'.repeat(32),
+      holder: 'gc-host:7',
+      purpose: 'etcd-gc',
+      expiresAt: new Date(Date.now() + 600_000).toISOString(),
+    };
+    await mkdir(at('held', 'locks'));
+    await writeFile(at('held', 'locks', 'maintenance.json'), JSON.stringify(record));
+    const work = at('work-held');
+    await mkdir(work);
+    const res = await runProgram('etcd-compact', ['--store', `file://${at('held')}`, '--work-dir', work]);
+    expect(res.code).toBe(1);
+    expect(JSON.parse(res.stderr.trim().split('\n').at(-1)!).msg).toMatch(
+      /is locked by gc-host:7 \(etcd-gc\) until .+: another gc or compaction runs; try again later/,
+    );
+    expect((await listSnapshots(locked)).map((e) => e.name)).toEqual(names);
+    expect(await lockRecord(at('held'))).toEqual(record);
+    expect(await readdir(work)).toEqual([]);
+  });
+
+  it('beside gc: gc is refused while the compaction holds the lock; both done, the store restores the chain', async () => {
+    const both = await copyOfStore('with-gc');
+    const url = `file://${at('with-gc')}`;
+    const chainEnd = (await listSnapshots(both)).at(-1)!.lastRevision;
+    const work = at('work-with-gc');
+    await mkdir(work);
+    const gc = () => runProgram('etcd-gc', ['--store', url, '--keep-last', '1', '--lock-settle', '2s']);
+    const compaction = startProgram('etcd-compact', ['--store', url, '--work-dir', work, '--output', 'json']);
+    let stdout = '';
+    compaction.stdout?.on('data', (d) => (stdout += d));
+    const exited = new Promise<number | null>((resolve) => compaction.once('exit', resolve));
+    await privateEtcdPid(work);
+    compaction.kill('SIGSTOP'); // stalled inside the lock, so that gc cannot come after it
+    const refused = await gc().finally(() => compaction.kill('SIGCONT'));
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(LOCKED_BY_COMPACTION);
+    expect(await exited).toBe(0);
+    const compacted = JSON.parse(stdout).name;
+    const removed = await gc();
+    expect(removed.code, removed.stderr).toBe(0);
+    // gc kept the compacted full alone: it is the newest chain
+    expect((await listSnapshots(both)).map((e) => e.name)).toEqual([compacted]);
+    const restored = await restoreAndFingerprint(url, at(), 'after-gc');
+    const fromChain = await restoreAndFingerprint(storeUrl, at(), 'chain');
+    expect(restored.result).toMatchObject({ revision: chainEnd, snapshot: compacted, deltas: [] });
+    expect(restored.fingerprint).toEqual(fromChain.fingerprint);
   });
 
   it('stopped by SIGTERM while its private etcd runs: exit 1, etcd stopped, scratch folder removed, nothing stored', async () => {
@@ -105,9 +159,10 @@ describe('etcd-compact on a small chain: bad usage, failures, a final chain', ()
     expect(running(etcdPid)).toBe(false);
     expect(await readdir(work)).toEqual([]);
     expect((await listSnapshots(store)).map((e) => e.name)).toEqual(before);
+    expect(await lockRecord(at('store'))).toBeUndefined();
   });
 
-  it('killed while its private etcd runs: the next run stops that etcd, clears the scratch folder and compacts', async () => {
+  it('killed while its private etcd runs: its lock holds until it expires; then the next run stops that etcd, clears the scratch folder and compacts', async () => {
     const work = at('work-killed');
     await mkdir(work);
     const child = startProgram('etcd-compact', ['--store', storeUrl, '--work-dir', work]);
@@ -117,6 +172,11 @@ describe('etcd-compact on a small chain: bad usage, failures, a final chain', ()
     await exited;
     expect(running(etcdPid)).toBe(true); // nothing stopped it
     expect((await listSnapshots(store)).map((e) => e.name)).toEqual(before);
+    const refused = await runProgram('etcd-compact', ['--store', storeUrl, '--work-dir', work]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(LOCKED_BY_COMPACTION);
+    expect(running(etcdPid)).toBe(true); // the scratch folder is the lock holder's
+    await expireLock(new LocalStore(at('store'))); // as --lock-ttl after the holder died
 
     const res = await runProgram('etcd-compact', ['--store', storeUrl, '--work-dir', work, '--output', 'json']);
     expect(res.code, res.stderr).toBe(0);
@@ -126,6 +186,23 @@ describe('etcd-compact on a small chain: bad usage, failures, a final chain', ()
     expect(after.filter((n) => !before.includes(n))).toEqual([JSON.parse(res.stdout).name]);
   });
 });
+
+const LOCKED_BY_COMPACTION =
+  /is locked by .+ \(etcd-compact\) until .+: another gc or compaction runs; try again later/;
+
+/** The store lock in a local store, as stored. */
+async function lockRecord(dir: string): Promise<unknown> {
+  const text = await readFile(join(dir, 'locks', 'maintenance.json'), 'utf8').catch(() => undefined);
+  return text === undefined ? undefined : JSON.parse(text);
+}
+
+/** What time does to the lock of a holder that died: it expires. */
+async function expireLock(store: SnapStore): Promise<void> {
+  let text = '';
+  for await (const chunk of await store.get('locks/maintenance.json')) text += chunk;
+  const expired = { ...JSON.parse(text), expiresAt: new Date(Date.now() - 1000).toISOString() };
+  await store.put('locks/maintenance.json', Readable.from([Buffer.from(JSON.stringify(expired))]));
+}
 
 /** A copy of the test's store, to change without disturbing the other tests. */
 async function copyOfStore(name: string): Promise<LocalStore> {
@@ -187,10 +264,11 @@ describe('etcd-compact killed at the upload', () => {
       await cluster.stop();
     }
     const before = (await listSnapshots(store)).map((e) => e.name);
-    // Uploads (PUT, and POST to begin a multipart one) hang in the proxy; reads pass.
+    // Once the snapshot is checked, uploads (PUT, and POST to begin a multipart one) hang in the proxy; reads
+    // pass. Before, the lock's writes go through.
     const proxy = await startFaultProxy({
       target: server.endpoint,
-      failureRate: 1,
+      failureRate: 0,
       faults: ['hang'],
       methods: ['PUT', 'POST'],
     });
@@ -201,6 +279,12 @@ describe('etcd-compact killed at the upload', () => {
       let stderr = '';
       child.stderr?.on('data', (d) => (stderr += d));
       const exited = new Promise((resolve) => child.once('exit', resolve));
+      await waitFor(
+        'the check of the snapshot',
+        async () => /"msg":"verifying the compacted snapshot"/.test(stderr),
+        120_000,
+      );
+      proxy.failureRate = 1;
       await waitFor('the upload to begin', async () => proxy.stats.faults.hang > 0, 120_000).catch((err) => {
         throw new Error(`${err.message}: ${stderr}`);
       });
@@ -213,6 +297,7 @@ describe('etcd-compact killed at the upload', () => {
     expect((await listSnapshots(store)).map((e) => e.name)).toEqual(before);
     expect(server.pendingUploads('backups')).toEqual([]);
     expect((await readdir(work)).filter((f) => f.startsWith('etcd-compact-'))).toHaveLength(1);
+    await expireLock(store); // the killed run's, as --lock-ttl after it died
 
     const res = await runProgram(
       'etcd-compact',

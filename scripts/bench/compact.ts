@@ -6,11 +6,15 @@
 // arguments; {container}, {prefix} and {dir} are filled in). Goal (issue #14): at most half ebr's time and
 // peak memory.
 //
+// `--baseline DIR` measures, before this checkout's etcd-compact, the one built in DIR (a checkout of an earlier
+// commit after `pnpm exec tsc -b`, or a copy of its packages/ beside a node_modules link) on a copy of the same
+// store: before and after a change in one run, on the same load.
+//
 // `--memory-limit 256Mi` runs etcd-compact a second time (on a copy of the store as it was before the first)
 // in a memory cgroup with that limit, as a CronJob with `resources.limits.memory` would (cgroup v1, as root).
 //
 // Usage: node scripts/bench/compact.ts [--keys 100000] [--value-size 900] [--events 200000]
-//          [--delta-value-size 900] [--deltas 10] [--memory-limit 256Mi] [--keep DIR]
+//          [--delta-value-size 900] [--deltas 10] [--baseline DIR] [--memory-limit 256Mi] [--keep DIR]
 // A quick run: node scripts/bench/compact.ts --keys 10000 --events 20000
 // On a shared machine: flock /tmp/etcd-steward-bench.lock node scripts/bench/compact.ts ...
 import { randomBytes } from 'node:crypto';
@@ -31,6 +35,7 @@ const { values } = parseArgs({
     'delta-value-size': { type: 'string', default: '900' },
     deltas: { type: 'string', default: '10' },
     'memory-limit': { type: 'string' },
+    baseline: { type: 'string' },
     keep: { type: 'string' },
   },
 });
@@ -44,6 +49,7 @@ await mkdir(work, { recursive: true });
 const storeDir = join(work, 'store');
 const ebrStoreDir = join(work, 'ebr', 'store');
 const limitedStoreDir = join(work, 'limited', 'store');
+const baselineStoreDir = join(work, 'baseline', 'store');
 const memoryLimit = values['memory-limit'] ? parseMemoryQuantity(values['memory-limit']) : undefined;
 
 /** The base in txns of 100 puts of Kubernetes-like values (a JSON head, a random tail); a full snapshot of it. */
@@ -91,15 +97,16 @@ async function buildStore(client: Etcd3, endpoints: string[]): Promise<{ base: n
 function compactPhase(line: string): string | undefined {
   const msg = /"msg":"([^"]*)"/.exec(line)?.[1];
   const phases: Record<string, string> = {
+    'taking the store lock': 'store lock (settle)',
     'restoring the chain to fold': 'restore: download',
     replay: 'restore: replay deltas',
-    'verifying the result': 'restore: verify (etcd started)',
+    'verifying the result': 'restore: verify',
     restored: 'start private etcd',
-    'fingerprinting the keyspace': 'fingerprint the chain',
-    'compacting the history': 'compact (etcd started)',
+    'fingerprinting the keyspace': 'fingerprint the chain (gRPC)',
+    'compacting the history': 'compact',
     defragmenting: 'defragment',
     snapshot: 'snapshot',
-    'verifying the compacted snapshot': 'verify snapshot (etcd started)',
+    'verifying the compacted snapshot': 'verify snapshot',
     'storing the compacted snapshot': 'store',
   };
   return msg === undefined ? undefined : phases[msg];
@@ -156,15 +163,15 @@ async function measuredRestore(name: string): Promise<KeyspaceFingerprint | unde
   return fingerprint;
 }
 
-/** etcd-compact of the store in `dir`, measured (in a memory cgroup when `limit` is given). */
-async function measuredCompaction(name: string, dir: string, limit?: number): Promise<Measurement> {
+/** etcd-compact (of the checkout `from`) of the store in `dir`, measured (in a memory cgroup when `limit` is given). */
+async function measuredCompaction(name: string, dir: string, limit?: number, from = root): Promise<Measurement> {
   const loadBefore = loadavg()[0].toFixed(1);
   const compactWork = join(work, `compact-work-${randomBytes(4).toString('hex')}`);
   await mkdir(compactWork, { recursive: true });
   const run = await measure(
     process.execPath,
     [
-      join(root, 'packages/compact/bin/etcd-compact.js'),
+      join(from, 'packages/compact/bin/etcd-compact.js'),
       ...['--store', `file://${dir}`, '--work-dir', compactWork, '--output', 'json'],
     ],
     { phaseOf: compactPhase, memoryLimitBytes: limit },
@@ -191,9 +198,15 @@ try {
   }
   await cp(storeDir, ebrStoreDir, { recursive: true });
   if (memoryLimit) await cp(storeDir, limitedStoreDir, { recursive: true });
+  if (values.baseline) await cp(storeDir, baselineStoreDir, { recursive: true });
 
   const before = await measuredRestore('etcd-restore, chain');
 
+  if (values.baseline) {
+    const baseline = await measuredCompaction('etcd-compact, baseline', baselineStoreDir, undefined, values.baseline);
+    for (const p of baseline.phases)
+      phaseRows.push([`baseline: ${p.name}`, p.seconds.toFixed(1), mb(p.rssMb), mb(p.anonMb)]);
+  }
   const run = await measuredCompaction('etcd-compact', storeDir);
   for (const p of run.phases) phaseRows.push([p.name, p.seconds.toFixed(1), mb(p.rssMb), mb(p.anonMb)]);
 

@@ -10,6 +10,7 @@ import {
   flagGiven,
   formatCompactionPlan,
   formatCompactionSummary,
+  NothingToFoldError,
   parseDuration,
   programArgs,
   reportUsage,
@@ -27,7 +28,7 @@ function timeout(args: Record<string, unknown>, flag: string): number {
 
 await programArgs('etcd-compact')
   .usage(
-    '$0 --store URL [--work-dir DIR]\n\nFold the newest full snapshot and the deltas after it into one new full snapshot at their last revision (compacted, defragmented, verified), so that the next restore starts there. Adds one object to the store and deletes nothing. Run it as a CronJob, never inside the sidecar.',
+    '$0 --store URL [--work-dir DIR]\n\nFold the newest full snapshot and the deltas after it into one new full snapshot at their last revision (compacted, defragmented, verified), so that the next restore starts there. Adds one object to the store and deletes nothing. Holds the store lock etcd-gc takes from its plan to the put: exit 1 when another gc or compaction holds it. Run it as a CronJob, never inside the sidecar.',
   )
   .command(
     '$0',
@@ -70,6 +71,17 @@ await programArgs('etcd-compact')
           default: 4,
           describe: 'Deltas downloaded ahead of the one being applied',
         })
+        .option('lock-ttl', {
+          type: 'string',
+          default: '2m',
+          describe:
+            'The store lock (held from the plan to the put) expires this long after a holder that died last renewed it',
+        })
+        .option('lock-settle', {
+          type: 'string',
+          default: '5s',
+          describe: 'How long a taker of the store lock waits before it reads its lock back (docs/gc.md §5)',
+        })
         .option('etcd-bin-dir', { type: 'string', describe: 'Where etcd and etcdutl/etcdctl are (default: PATH)' })
         .example('$0 --store s3://backups/etcd', 'fold the newest chain into a new full snapshot')
         .example('$0 --store file:///var/backups/etcd --dry-run', 'what it would fold'),
@@ -88,19 +100,26 @@ await programArgs('etcd-compact')
           compression: args.compression,
           etcdBinDir: args['etcd-bin-dir'],
           maxFetchers,
+          lockTtlMs: parseDuration(args['lock-ttl'], 'lock-ttl'),
+          lockSettleMs: parseDuration(args['lock-settle'], 'lock-settle'),
         };
+        if (settings.lockTtlMs < 30_000) throw new UsageError('--lock-ttl must be at least 30s');
         await checkLocalStore(args.store);
         await checkLocalDir(settings.workDir, '--work-dir', { mustExist: true });
-        const checked = await checkCompaction({ ...settings, signal });
-        if (args['dry-run'] || checked.plan.nothingToFold) {
-          const { plan } = checked;
+        const { binaries, plan } = await checkCompaction({ ...settings, signal });
+        const printPlan = (p: typeof plan) =>
           process.stdout.write(
-            output === 'json' ? `${JSON.stringify(describeCompactionPlan(plan))}\n` : formatCompactionPlan(plan),
+            output === 'json' ? `${JSON.stringify(describeCompactionPlan(p))}\n` : formatCompactionPlan(p),
           );
-          return;
+        // the plan before the lock is a preview; the run plans again once it holds the lock
+        if (args['dry-run'] || plan.nothingToFold) return void printPlan(plan);
+        try {
+          const result = await compactChain({ ...settings, logger, signal }, binaries);
+          process.stdout.write(output === 'json' ? `${JSON.stringify(result)}\n` : formatCompactionSummary(result));
+        } catch (err) {
+          if (!(err instanceof NothingToFoldError)) throw err;
+          printPlan(err.plan);
         }
-        const result = await compactChain({ ...settings, logger, signal }, checked);
-        process.stdout.write(output === 'json' ? `${JSON.stringify(result)}\n` : formatCompactionSummary(result));
       }),
   )
   .parseAsync()

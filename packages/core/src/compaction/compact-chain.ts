@@ -1,7 +1,8 @@
 import { createReadStream, createWriteStream } from 'node:fs';
-import { readFile, rm, stat } from 'node:fs/promises';
+import { readFile, rm, stat, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
+import { DEFAULT_LOCK_SETTLE_MS, MAINTENANCE_LOCK, withStoreLock } from '../backup/store-lock.js';
 import { takeFullSnapshot } from '../backup/take-full-snapshot.js';
 import { errorMessage, IntegrityError, OperationError } from '../common/errors.js';
 import { freePort } from '../common/free-port.js';
@@ -9,16 +10,17 @@ import { type Logger, silentLogger } from '../common/logger.js';
 import { type EtcdBinaries, findEtcdBinaries } from '../etcd/etcd-binaries.js';
 import { createEtcdClient } from '../etcd/etcd-client.js';
 import { briefGoProgramEnv } from '../etcd/go-memory.js';
-import { type KeyspaceFingerprint, keyspaceFingerprint } from '../etcd/keyspace-fingerprint.js';
+import type { KeyspaceFingerprint } from '../etcd/keyspace-fingerprint.js';
 import { recordChildPid } from '../etcd/orphan-processes.js';
-import { inspectSnapshotFile } from '../etcd/snapshot-inspection.js';
 import type { MemberConfig } from '../etcd/snapshot-restore-command.js';
 import { EtcdProcess } from '../etcd/spawned-etcd.js';
 import { type CompressionPolicy, decompressor } from '../format/compression.js';
-import { FullSnapshotCheck } from '../format/full-snapshot-check.js';
+import { FullSnapshotCheck, SNAPSHOT_TRAILER } from '../format/full-snapshot-check.js';
 import { parseSnapshotName } from '../format/snapshot-name.js';
 import { restore } from '../restore/restore.js';
 import { openStore } from '../store/location.js';
+import type { SnapStore } from '../store/snapstore.js';
+import { dbKeyspace } from '../validation/db-keyspace.js';
 import { type CompactionPlan, planCompaction } from './compaction-plan.js';
 import { CompactionScratch } from './compaction-scratch.js';
 import { HeldSnapshot } from './held-snapshot.js';
@@ -33,6 +35,9 @@ export interface CompactOptions {
   snapshotTimeoutMs: number;
   defragTimeoutMs: number;
   compression: CompressionPolicy;
+  /** The store's maintenance lock (docs/gc.md §5), held from the plan to the put: its expiry and settle time. */
+  lockTtlMs: number;
+  lockSettleMs?: number;
   etcdBinDir?: string;
   maxFetchers?: number;
   logger?: Logger;
@@ -77,28 +82,68 @@ export async function checkCompaction(
   return { binaries, plan };
 }
 
+/** A plan with nothing to fold, found under the lock (another compaction may just have folded the chain). */
+export class NothingToFoldError extends OperationError {
+  constructor(readonly plan: CompactionPlan) {
+    super(plan.nothingToFold ?? 'nothing to fold');
+  }
+}
+
 /**
  * Folds the store's newest chain into one new full snapshot at the chain's last revision: the chain is
- * restored by the restore library (plan, replay, verify) into a scratch data dir, a private etcd on it
- * compacts its history at that revision and defragments, and the snapshot it sends is checked (etcd's sha256
- * trailer, its revision, and, restored by etcd's own tool, a keyspace fingerprint equal to the restored
- * chain's) before it is stored, atomically, under ebr's name for a full snapshot. It only adds that one
- * object: the sidecar's deltas after the chain's last revision continue the new full snapshot as they did
- * the old chain, and nothing is deleted. A plan with nothing to fold is the caller's to report (checkCompaction).
+ * restored by the restore library (plan, replay, verify: its keyspace fingerprint read from the db file) into a
+ * scratch data dir, a private etcd on it compacts its history at that revision and defragments, and the
+ * snapshot it sends is checked without etcd (etcd's sha256 trailer, its revision, and the keyspace fingerprint
+ * read from the snapshot's db equal to the restored chain's) before it is stored, atomically, under ebr's name
+ * for a full snapshot. It only adds that one object: the sidecar's deltas after the chain's last revision
+ * continue the new full snapshot as they did the old chain, and nothing is deleted. The store's maintenance
+ * lock is held from the plan to the put, so that gc deletes nothing the compaction reads; a lock held by
+ * another fails at once (StoreLockedError). Nothing to fold: NothingToFoldError.
  */
-export async function compactChain(
+export async function compactChain(options: CompactOptions, binaries?: EtcdBinaries): Promise<CompactionResult> {
+  const started = Date.now();
+  const etcdBinaries = binaries ?? (await findEtcdBinaries(options.etcdBinDir));
+  const store = await openStore(options.store);
+  try {
+    (options.logger ?? silentLogger).info('taking the store lock', { lock: MAINTENANCE_LOCK, store: store.location });
+    return await withStoreLock(
+      store,
+      MAINTENANCE_LOCK,
+      async (signal) => {
+        const plan = await planCompaction(store, { signal });
+        if (plan.nothingToFold) throw new NothingToFoldError(plan);
+        return await foldChain({ ...options, signal }, { store, binaries: etcdBinaries, plan, started });
+      },
+      {
+        ttlMs: options.lockTtlMs,
+        settleMs: options.lockSettleMs ?? DEFAULT_LOCK_SETTLE_MS,
+        purpose: 'etcd-compact',
+        signal: options.signal,
+      },
+    );
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOSPC' || /\bENOSPC\b/.test(errorMessage(err))) {
+      throw new OperationError(
+        `no space left on the device of --work-dir ${options.workDir}: a compaction needs about three times the db size there; nothing was stored`,
+        { cause: err },
+      );
+    }
+    throw err;
+  } finally {
+    await store.close?.();
+  }
+}
+
+async function foldChain(
   options: CompactOptions,
-  checked?: { binaries: EtcdBinaries; plan: CompactionPlan },
+  ctx: { store: SnapStore; binaries: EtcdBinaries; plan: CompactionPlan; started: number },
 ): Promise<CompactionResult> {
   const logger = options.logger ?? silentLogger;
-  const started = Date.now();
-  const { binaries, plan } = checked ?? (await checkCompaction(options));
-  if (plan.nothingToFold) throw new OperationError(plan.nothingToFold);
+  const { binaries, plan } = ctx;
   const revision = plan.chain.lastRevision;
   const workspace = new CompactionScratch(options.workDir, plan.store);
   const { path: scratch, dataDir } = workspace;
   await workspace.prepare();
-  const store = await openStore(options.store);
   try {
     const peerPort = await freePort();
     const peerUrl = `http://127.0.0.1:${peerPort}`;
@@ -119,20 +164,24 @@ export async function compactChain(
       member,
       force: true,
       toRevision: revision,
+      verify: 'check',
       maxFetchers: options.maxFetchers,
       etcdBinDir: options.etcdBinDir,
       logger,
       signal: options.signal,
     });
-    const held = new HeldSnapshot(store, join(scratch, 'snapshot'));
+    // the restore's check read it from the db file; the same read where it did not
+    const fingerprint =
+      restored.fingerprint ?? dbKeyspace(join(dataDir, 'member', 'snap', 'db'), { tmpDir: scratch }).fingerprint;
+    if (fingerprint.revision !== revision) {
+      throw new OperationError(
+        `the restored chain is at revision ${fingerprint.revision}, not ${revision} as planned; nothing was stored`,
+      );
+    }
+    const held = new HeldSnapshot(ctx.store, join(scratch, 'snapshot'));
     const compacted = await compactInEtcd({ ...options, binaries, plan, dataDir, scratch, member, peerPort, held });
     logger.info('verifying the compacted snapshot', { name: held.name });
-    const stored = await verifyHeld(held, compacted.fingerprint, {
-      binaries,
-      scratch,
-      revision,
-      signal: options.signal,
-    });
+    const stored = await verifyHeld(held, fingerprint, { scratch, revision, signal: options.signal });
     options.signal?.throwIfAborted();
     logger.info('storing the compacted snapshot', { name: held.name, bytes: stored.bytes });
     await held.storeIn({ signal: options.signal });
@@ -147,30 +196,21 @@ export async function compactChain(
       chainBytes: plan.bytes,
       snapshotBytes: stored.bytes,
       dbBytes: compacted.dbBytes,
-      keys: compacted.fingerprint.keys,
-      durationMs: Date.now() - started,
+      keys: fingerprint.keys,
+      durationMs: Date.now() - ctx.started,
       peakRssBytes: process.resourceUsage().maxRSS * 1024,
       replayPeakRssBytes: restored.replayPeakRssBytes,
       ...(compacted.etcdPeakRssBytes !== undefined ? { etcdPeakRssBytes: compacted.etcdPeakRssBytes } : {}),
     };
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOSPC' || /\bENOSPC\b/.test(errorMessage(err))) {
-      throw new OperationError(
-        `no space left on the device of --work-dir ${options.workDir}: a compaction needs about three times the db size there; nothing was stored`,
-        { cause: err },
-      );
-    }
-    throw err;
   } finally {
-    await store.close?.();
     await workspace.clear();
   }
 }
 
 /**
- * Starts a private etcd on the restored data dir; fingerprints the keyspace, compacts the history at the
- * chain's last revision (physically, so the snapshot holds no old revisions), defragments when asked, and
- * takes the snapshot into `held`. etcd is stopped before the snapshot is checked, so the two never add up.
+ * Starts a private etcd on the restored data dir; compacts the history at the chain's last revision
+ * (physically, so the snapshot holds no old revisions), defragments when asked, and takes the snapshot into
+ * `held`. etcd is stopped before the snapshot is checked, so the two never add up.
  */
 async function compactInEtcd(
   ctx: CompactOptions & {
@@ -182,7 +222,7 @@ async function compactInEtcd(
     peerPort: number;
     held: HeldSnapshot;
   },
-): Promise<{ fingerprint: KeyspaceFingerprint; dbBytes: number; etcdPeakRssBytes?: number }> {
+): Promise<{ dbBytes: number; etcdPeakRssBytes?: number }> {
   const logger = ctx.logger ?? silentLogger;
   const revision = ctx.plan.chain.lastRevision;
   const etcd = await EtcdProcess.start({
@@ -201,13 +241,6 @@ async function compactInEtcd(
     await recordChildPid(ctx.scratch, 'compact-etcd', etcd.pid);
     logger.info('starting etcd on the restored chain', { dataDir: ctx.dataDir });
     await etcd.waitHealthy(START_TIMEOUT_MS);
-    logger.info('fingerprinting the keyspace', { revision });
-    const fingerprint = await keyspaceFingerprint(client);
-    if (fingerprint.revision !== revision) {
-      throw new OperationError(
-        `the restored chain is at revision ${fingerprint.revision}, not ${revision} as planned; nothing was stored`,
-      );
-    }
     ctx.signal?.throwIfAborted();
     logger.info('compacting the history', { revision });
     await client.kv.compact({ revision, physical: true });
@@ -237,7 +270,7 @@ async function compactInEtcd(
       );
     }
     const etcdPeakRssBytes = await peakRss(etcd.pid);
-    return { fingerprint, dbBytes: saved.dbSize, etcdPeakRssBytes };
+    return { dbBytes: saved.dbSize, etcdPeakRssBytes };
   } finally {
     client.close();
     await etcd.stop(STOP_GRACE_MS);
@@ -245,39 +278,38 @@ async function compactInEtcd(
 }
 
 /**
- * Checks the held snapshot as a restore will read it: decompressed, etcd's sha256 trailer and revision, then
- * restored by etcd's own tool and started, its keyspace fingerprint equal to the restored chain's.
+ * Checks the held snapshot as a restore will read it: decompressed, etcd's sha256 trailer and revision; then its
+ * db, a bbolt file like any etcd db, read without etcd (validation/db-keyspace.ts): its revision and keyspace
+ * fingerprint equal to the restored chain's.
  */
 async function verifyHeld(
   held: HeldSnapshot,
   expected: KeyspaceFingerprint,
-  ctx: { binaries: EtcdBinaries; scratch: string; revision: number; signal?: AbortSignal },
+  ctx: { scratch: string; revision: number; signal?: AbortSignal },
 ): Promise<{ bytes: number }> {
   const ref = parseSnapshotName(held.name);
   if (!ref) throw new OperationError(`${held.name} is not a snapshot name`);
   const file = join(ctx.scratch, 'verify.db');
   const check = new FullSnapshotCheck('the compacted snapshot');
-  await pipeline(createReadStream(held.path), decompressor(ref.compression), check, createWriteStream(file), {
-    signal: ctx.signal,
-  });
-  const facts = check.facts();
-  if (facts.revision !== ctx.revision) {
-    throw new IntegrityError(
-      `the compacted snapshot holds revision ${facts.revision}, not the chain's ${ctx.revision}; nothing was stored`,
-    );
-  }
-  const inspection = await inspectSnapshotFile({
-    binaries: ctx.binaries,
-    workDir: ctx.scratch,
-    file,
-    fingerprint: true,
-  });
-  await rm(file, { force: true });
-  const got = inspection.fingerprint;
-  if (!got || got.revision !== expected.revision || got.keys !== expected.keys || got.sha256 !== expected.sha256) {
-    throw new IntegrityError(
-      `the compacted snapshot does not hold the chain's keyspace (revision ${got?.revision} with ${got?.keys} keys, expected revision ${expected.revision} with ${expected.keys}, or their values differ); nothing was stored`,
-    );
+  try {
+    await pipeline(createReadStream(held.path), decompressor(ref.compression), check, createWriteStream(file), {
+      signal: ctx.signal,
+    });
+    const facts = check.facts();
+    if (facts.revision !== ctx.revision) {
+      throw new IntegrityError(
+        `the compacted snapshot holds revision ${facts.revision}, not the chain's ${ctx.revision}; nothing was stored`,
+      );
+    }
+    await truncate(file, facts.size - SNAPSHOT_TRAILER);
+    const got = dbKeyspace(file, { tmpDir: ctx.scratch }).fingerprint;
+    if (got.revision !== expected.revision || got.keys !== expected.keys || got.sha256 !== expected.sha256) {
+      throw new IntegrityError(
+        `the compacted snapshot does not hold the chain's keyspace (revision ${got.revision} with ${got.keys} keys, expected revision ${expected.revision} with ${expected.keys}, or their values differ); nothing was stored`,
+      );
+    }
+  } finally {
+    await rm(file, { force: true });
   }
   return { bytes: (await stat(held.path)).size };
 }

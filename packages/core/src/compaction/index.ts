@@ -2,7 +2,8 @@
  * Compaction: the newest chain of a store (a full snapshot and its deltas) folded into one new full snapshot
  * at the chain's last revision, so that the next restore starts there. The chain is restored with the restore
  * library, compacted and defragmented in a private etcd, and the snapshot taken from it is stored only once
- * it proved to hold the same keyspace.
+ * it proved to hold the same keyspace, read from its db file. The store's maintenance lock, gc's, is held from
+ * the plan to the put.
  * May use: every folder before it (common/ … restore/).
  */
 export * from './compact-chain.js';
