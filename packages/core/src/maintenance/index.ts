@@ -6,3 +6,4 @@
 export * from './defragmentation.js';
 export * from './etcd-lock.js';
 export * from './nospace-recovery.js';
+export * from './scheduled-defragmentation.js';
