@@ -48,8 +48,9 @@ it('a NOSPACE alarm from a full etcd is cleared by the sidecar (compact, defragm
   expect((await memberStatus(conn)).dbSize).toBeLessThan(QUOTA * 0.8);
 
   expect(await metric(sidecar.url, 'etcd_snapshot_nospace_recoveries_total', 'succeeded="true"')).toBe(1);
-  expect(await sidecar.stop()).toBe(0);
+  const code = await sidecar.stop();
   const log = await sidecar.log();
+  expect(code, log).toBe(0);
   const steps = [
     'NOSPACE alarm: etcd refuses writes; recovering',
     'NOSPACE: compacting the history',
