@@ -22,6 +22,8 @@ export interface AlarmsOptions {
   defragTimeoutMs: number;
   /** The leader's maintenance queue, shared with scheduled defragmentation. */
   maintenance: Serial;
+  /** What the snapshotter's watch still needs from etcd's history: a NOSPACE compaction keeps it. */
+  neededRevision?: () => number | undefined;
 }
 
 const ALARMS: readonly AlarmType[] = ['NOSPACE', 'CORRUPT'];
@@ -128,6 +130,7 @@ export class AlarmsComponent implements Component {
         defragTimeoutMs: this.options.defragTimeoutMs,
         logger: this.logger,
         signal: this.controller.signal,
+        oldestNeededRevision: this.options.neededRevision,
       });
       this.recoveries.inc({ succeeded: String(result.disarmed) });
     } catch (err) {

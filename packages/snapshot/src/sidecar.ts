@@ -101,6 +101,7 @@ export async function runSidecar(config: SidecarConfig, { logger, signal }: { lo
           leadership,
           maintenance,
           ...config.alarms,
+          neededRevision: () => snapshotter?.neededRevision,
         },
         context,
       ),

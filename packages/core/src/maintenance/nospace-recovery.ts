@@ -15,6 +15,11 @@ export interface NoSpaceRecoveryOptions {
   defragTimeoutMs: number;
   logger: Logger;
   signal?: AbortSignal;
+  /**
+   * The oldest revision a reader of etcd's history still needs (the snapshotter's watch): the compaction keeps
+   * it, so that the deltas go on without a gap. Space the reader holds back is freed by a later recovery.
+   */
+  oldestNeededRevision?: () => number | undefined;
 }
 
 export interface NoSpaceRecovery {
@@ -26,7 +31,7 @@ export interface NoSpaceRecovery {
 
 /**
  * What an operator does on a NOSPACE alarm (etcd's "space quota" runbook), step by step and each step logged:
- * compact the history up to the current revision, defragment every member (the leader last), and disarm the
+ * compact the history up to the current revision (or the oldest one still needed), defragment every member (the leader last), and disarm the
  * alarms only when every db is back under the threshold; otherwise the live data itself fills the quota and
  * disarming would only let etcd raise the alarm again, so it stays raised and says what to do.
  */
@@ -36,8 +41,9 @@ export async function recoverFromNoSpace(
   options: NoSpaceRecoveryOptions,
 ): Promise<NoSpaceRecovery> {
   const { logger } = options;
-  const { revision } = await memberStatus(conn);
-  logger.info('NOSPACE: compacting the history', { revision });
+  const current = (await memberStatus(conn)).revision;
+  const revision = Math.min(current, options.oldestNeededRevision?.() ?? current);
+  logger.info('NOSPACE: compacting the history', { revision, currentRevision: current });
   await compactHistory(conn, revision, { timeoutMs: options.defragTimeoutMs });
   options.signal?.throwIfAborted();
   logger.info('NOSPACE: defragmenting every member');
