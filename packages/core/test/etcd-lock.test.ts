@@ -1,6 +1,8 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { acquireEtcdLock, ETCD_LOCK_PREFIX, type EtcdLockHold, silentLogger } from '@etcd-steward/core';
 import { startCluster, type TestCluster } from '@etcd-steward/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 
 let cluster: TestCluster;
 beforeAll(async () => {
@@ -42,6 +44,37 @@ describe('the etcd lock', () => {
     expect(String(first.signal.reason)).toMatch(/lock of lease was lost/);
     expect(hold.signal.aborted).toBe(false);
     await first.release();
+    await hold.release();
+  });
+
+  it('goes with a holder that dies: the next one gets it once the lease runs out', async () => {
+    const core = new URL('../dist/index.js', import.meta.url).href;
+    const holder = spawn(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `const { acquireEtcdLock, silentLogger } = await import(${JSON.stringify(core)});
+         const hold = await acquireEtcdLock({ endpoints: [${JSON.stringify(cluster.endpoints[0])}] }, 'dies',
+           { ttlSeconds: 2, waitMs: 20000, logger: silentLogger });
+         console.log(hold.key);
+         setInterval(() => {}, 1000);`,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    onTestFinished(() => {
+      holder.kill('SIGKILL');
+    });
+    const [line] = (await once(holder.stdout!, 'data')) as [Buffer];
+    const key = line.toString().trim();
+    expect(await lockKeys('dies')).toEqual([key]);
+    holder.kill('SIGKILL');
+    await once(holder, 'exit');
+    const killedAt = Date.now();
+    const hold = await acquireEtcdLock(conn(1), 'dies', options);
+    // etcd let the lock go only when the dead holder's lease ran out (TTL 2 s), not before
+    expect(Date.now() - killedAt).toBeGreaterThan(1_000);
+    expect(await lockKeys('dies')).toEqual([hold.key]);
     await hold.release();
   });
 
