@@ -61,6 +61,9 @@ it('a scheduled defragmentation runs on every member once per due time, one memb
   await waitFor('two due defragmentation runs', async () => (await runs()).length >= 2, 45_000);
   const written = await writer.stop();
   expect(written.writes).toBeGreaterThan(0);
+  console.log(
+    `defragmentation under a writer: ${written.writes} writes at ${written.perSecond}/s, ${written.transient} refused`,
+  );
   expect(written.transient).toBe(0);
 
   const log = await lines();
@@ -85,6 +88,9 @@ it('a scheduled defragmentation runs on every member once per due time, one memb
 
   // every db gave back most of the deleted half
   const after = await sizes();
+  for (const l of ended) {
+    console.log(`${l.member}: ${l.dbBytesBefore} → ${l.dbBytesAfter} bytes in ${l.seconds} s`);
+  }
   for (const [i, size] of after.entries()) expect(size).toBeLessThan(before[i] - 2 * 2 ** 20);
   const counts = await Promise.all(
     sidecars.map((s) => metric(s.url, 'etcdbr_defragmentation_duration_seconds_count', 'succeeded="true"')),

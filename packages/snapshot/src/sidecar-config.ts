@@ -155,7 +155,7 @@ export function sidecarOptions<T>(y: Argv<T>) {
       type: 'boolean',
       default: true,
       describe:
-        "Defragment every member on --defragmentation-schedule, from the leader's sidecar, one member at a time (--no-defragmentation: never; docs/sidecar.md §Defragmentation)",
+        "Defragment every member on --defragmentation-schedule, from the leader's sidecar, one member at a time (--no-defragmentation: never; docs/maintenance.md §3)",
     })
     .option('defragmentation-schedule', {
       type: 'string',
