@@ -43,6 +43,8 @@ export class AlarmsComponent implements Component {
   private alarms: EtcdAlarm[] = [];
   private recovering?: Promise<unknown>;
   private corrupt = false;
+  /** Whether the last check could read the alarms: a failure is logged when it begins, not at every check. */
+  private readable = true;
 
   constructor(
     private readonly options: AlarmsOptions,
@@ -90,10 +92,12 @@ export class AlarmsComponent implements Component {
     try {
       this.alarms = await listAlarms(this.options.connection, { timeoutMs: 5_000 });
     } catch (err) {
-      // etcd down is the leadership component's to report; the next period asks again.
-      this.logger.warn('cannot read etcd alarms', { reason: errorMessage(err) });
+      // etcd down is the leadership component's to report (once): the next period asks again, silently.
+      if (this.readable) this.logger.warn('cannot read etcd alarms; asking again', { reason: errorMessage(err) });
+      this.readable = false;
       return;
     }
+    this.readable = true;
     this.followCorrupt();
     const nospace = this.alarms.filter((a) => a.alarm === 'NOSPACE');
     if (nospace.length === 0 || this.recovering || this.options.leadership.role !== 'leader') return;
