@@ -1,4 +1,4 @@
-import { memberStatus } from '@etcd-steward/core';
+import { LocalStore, listSnapshots, memberStatus } from '@etcd-steward/core';
 import { startCluster } from '@etcd-steward/testing';
 import { expect, it, onTestFinished } from 'vitest';
 import { metric, type SidecarProcess, startSidecar, startWriter, waitFor } from './sidecar-helpers.js';
@@ -101,4 +101,36 @@ it('a scheduled defragmentation runs on every member once per due time, one memb
   );
   expect(reclaimed.reduce((a, b) => (a ?? 0) + (b ?? 0), 0)).toBeGreaterThan(3 * 2 * 2 ** 20);
   for (const s of sidecars) expect(await s.stop()).toBe(0);
+});
+
+it('--full-snapshot-after-defragmentation: a run that defragmented a member is followed by a full snapshot', async () => {
+  const cluster = await startCluster();
+  onTestFinished(() => cluster.stop());
+  const storeDir = at('store-after');
+  const sidecar = await startSidecar({
+    endpoint: cluster.endpoints[0],
+    store: `file://${storeDir}`,
+    dir: at('sidecar-after'),
+    args: [
+      '--defragmentation-schedule',
+      '*/5 * * * * *',
+      '--defrag-min-reclaim',
+      '0',
+      '--full-snapshot-after-defragmentation',
+      '--alarm-check-period',
+      '0',
+    ],
+  });
+  onTestFinished(() => sidecar.kill());
+  const fulls = async () => (await listSnapshots(new LocalStore(storeDir))).filter((e) => e.kind === 'Full');
+  await waitFor('the start-up full snapshot', async () => (await fulls()).length === 1);
+  await waitFor('a full snapshot after defragmentation', async () =>
+    /"msg":"full snapshot after defragmentation"/.test(await sidecar.log()),
+  );
+  expect((await fulls()).length).toBeGreaterThanOrEqual(2);
+  const log = await sidecar.log();
+  expect(log.indexOf('"msg":"member defragmented"')).toBeLessThan(
+    log.indexOf('"msg":"full snapshot after defragmentation"'),
+  );
+  expect(await sidecar.stop()).toBe(0);
 });
