@@ -19,6 +19,7 @@ const LAYERS = [
   'restore',
   'bootstrap',
   'compaction',
+  'maintenance',
   'cli',
 ];
 const SRC = fileURLToPath(new URL('../packages/core/src', import.meta.url));

@@ -186,6 +186,12 @@ describe('etcd-snapshot run (sidecar as a process, real etcd, steady writes)', (
         return i !== undefined && i !== first ? i : undefined;
       });
       const newLeader = sidecars[second];
+      // every sidecar saw the change, its own member's role or not
+      for (const s of sidecars) {
+        await waitFor('the leader change counted', async () =>
+          ((await metric(s.url, 'etcd_snapshot_leader_changes_total')) ?? 0) >= 1 ? true : undefined,
+        );
+      }
       await firstDelta(newLeader.url, 'deltas from the new leader');
       await new Promise((r) => setTimeout(r, 2_000));
       const written = await writer.stop();

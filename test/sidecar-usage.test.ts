@@ -43,6 +43,14 @@ it.each([
     /the sidecar's initialization restores a single member only/,
   ],
   [['--data-dir', '/proc/etcd-data'], /--data-dir \/proc\/etcd-data is under \/proc/],
+  [['--defragmentation-schedule', 'nightly'], /--defragmentation-schedule "nightly" is not a cron schedule/],
+  [['--defrag-min-reclaim', 'lots'], /--defrag-min-reclaim "lots" is not a size/],
+  [['--etcd-defrag-timeout', '0'], /--etcd-defrag-timeout must be more than 0/],
+  [['--alarm-check-period', 'often'], /--alarm-check-period "often" is not a duration/],
+  [
+    ['--alarm-nospace-threshold', '1.5'],
+    /--alarm-nospace-threshold "?1.5"? must be a share of the quota between 0 and 1/,
+  ],
   [['--no-such-flag'], /unknown argument --no-such-flag/],
   [['--spool_dir', '/tmp/x'], /unknown argument --spool_dir \(did you mean --spool-dir\?\)/],
 ])('run %j: a one-line error and exit 2 before any work', async (args, message) => {

@@ -1,5 +1,4 @@
-import { UsageError } from '@etcd-steward/core';
-import { CronExpressionParser } from 'cron-parser';
+import { CronSchedule } from './cron-schedule.js';
 
 const HOUR = 3_600_000;
 /** ebr's window when the schedule does not say one: at least one full snapshot a day. */
@@ -16,29 +15,13 @@ export interface LastFull {
  * When full snapshots are due: a cron schedule (`--schedule`, 5 fields as ebr's, or 6 with seconds), and the
  * rules ebr applies at start-up to decide whether one is due at once.
  */
-export class FullSchedule {
+export class FullSchedule extends CronSchedule {
   /** The longest a store should go without a full snapshot, in hours (ebr's GetFullSnapshotMaxTimeWindow). */
   readonly windowHours: number;
 
-  constructor(readonly spec: string) {
-    const fields = spec.trim().split(/\s+/).length;
-    try {
-      if (!spec.trim().startsWith('@') && fields !== 5 && fields !== 6) throw new Error(`${fields} fields, expected 5`);
-      CronExpressionParser.parse(spec);
-    } catch (err) {
-      throw new UsageError(
-        `--schedule "${spec}" is not a cron schedule (${(err as Error).message}); e.g. "0 */1 * * *"`,
-      );
-    }
+  constructor(spec: string) {
+    super(spec, 'schedule');
     this.windowHours = windowHours(spec);
-  }
-
-  next(now: Date): Date {
-    return CronExpressionParser.parse(this.spec, { currentDate: now }).next().toDate();
-  }
-
-  previous(now: Date): Date {
-    return CronExpressionParser.parse(this.spec, { currentDate: now }).prev().toDate();
   }
 
   /**

@@ -6,7 +6,7 @@ import {
   memberList,
   memberStatus,
 } from '@etcd-steward/core';
-import { Gauge } from 'prom-client';
+import { Counter, Gauge } from 'prom-client';
 import type { Component, ComponentContext } from './components.js';
 
 /** Whether this sidecar's etcd member leads the cluster; 'unknown' while etcd cannot be asked. */
@@ -24,6 +24,10 @@ export interface LeadershipOptions {
  * Only one sidecar in a cluster takes snapshots: the one next to etcd's raft leader, as in ebr. This asks the
  * member (maintenance status) every period and tells listeners when the role changes. A sidecar that cannot
  * tell is not the leader, so a sidecar cut off from etcd stops writing instead of racing the new leader.
+ *
+ * The other components read leadership here and nowhere else: `role` (and `status`, the member's last
+ * answer) now, `onChange` for each change of role, `confirm()` to ask etcd at once. A member suspended by
+ * `suspend` (its db is CORRUPT) counts as a follower, so that no snapshot is taken from it.
  */
 export class Leadership implements Component {
   readonly name = 'leadership';
@@ -33,6 +37,11 @@ export class Leadership implements Component {
   private readonly listeners = new Set<(role: Role) => void>();
   private readonly logger: Logger;
   private readonly gauge: Gauge;
+  private readonly leaderChanges: Counter;
+  /** Why this member must not lead the snapshots, while it must not. */
+  private suspended?: string;
+  /** The last leader etcd named ('0', an election under way, is not one). */
+  private lastLeader?: string;
   private timer?: NodeJS.Timeout;
   private stopped = false;
   private asked = 0;
@@ -52,6 +61,22 @@ export class Leadership implements Component {
       help: "1 while this sidecar's etcd member is the cluster's leader (and so this sidecar takes snapshots)",
       registers: [context.registry],
     });
+    this.leaderChanges = new Counter({
+      name: 'etcd_snapshot_leader_changes_total',
+      help: "Times the cluster's leader changed, as this sidecar's member reported it",
+      registers: [context.registry],
+    });
+  }
+
+  /** From now on this member counts as a follower (its listeners hear so at the next check), saying why. */
+  suspend(reason: string): void {
+    if (this.suspended === undefined) this.logger.error('snapshots from this member stop', { reason });
+    this.suspended = reason;
+  }
+
+  resume(): void {
+    if (this.suspended !== undefined) this.logger.info('snapshots from this member may go on', { was: this.suspended });
+    this.suspended = undefined;
   }
 
   async start(): Promise<void> {
@@ -102,7 +127,7 @@ export class Leadership implements Component {
     let reason = '';
     try {
       status = await memberStatus(this.options.connection, { timeoutMs: this.options.timeoutMs });
-      role = status.leader === status.memberId ? 'leader' : 'follower';
+      role = status.leader === status.memberId && this.suspended === undefined ? 'leader' : 'follower';
     } catch (err) {
       role = 'unknown';
       reason = errorMessage(err);
@@ -110,6 +135,10 @@ export class Leadership implements Component {
     // Checks overlap (the periodic one and an upload's): an older answer must not undo a newer one.
     if (asked < this.answered) return;
     this.answered = asked;
+    if (status && status.leader !== '0') {
+      if (this.lastLeader !== undefined && status.leader !== this.lastLeader) this.leaderChanges.inc();
+      this.lastLeader = status.leader;
+    }
     if (status) this.status = status;
     if (this.stopped) return;
     this.noteReachable(status !== undefined, reason);

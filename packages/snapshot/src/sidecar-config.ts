@@ -26,6 +26,7 @@ import {
   UsageError,
 } from '@etcd-steward/core';
 import type { Argv } from 'yargs';
+import { CronSchedule } from './cron-schedule.js';
 import { FullSchedule } from './full-schedule.js';
 import { scratchDir } from './scratch-dir.js';
 
@@ -57,6 +58,15 @@ export interface SidecarConfig {
   incompleteUploadMaxAgeMs: number;
   /** Undefined unless --garbage-collection-period is more than 1s. */
   garbageCollection?: { periodMs: number; policy: RetentionPolicy };
+  /** Undefined with --no-defragmentation. */
+  defragmentation?: {
+    schedule: CronSchedule;
+    minReclaimBytes: number;
+    timeoutMs: number;
+    fullSnapshotAfter: boolean;
+  };
+  /** Undefined with --alarm-check-period 0. */
+  alarms?: { periodMs: number; quotaBytes: number; threshold: number; defragTimeoutMs: number };
   /** Undefined with --no-server. */
   server?: {
     host: string;
@@ -141,6 +151,48 @@ export function sidecarOptions<T>(y: Argv<T>) {
       describe:
         'On becoming leader, abort the multipart uploads (S3) begun longer ago than this: what killed writers left',
     })
+    .option('defragmentation', {
+      type: 'boolean',
+      default: true,
+      describe:
+        "Defragment every member on --defragmentation-schedule, from the leader's sidecar, one member at a time (--no-defragmentation: never; docs/maintenance.md §3)",
+    })
+    .option('defragmentation-schedule', {
+      type: 'string',
+      default: '0 0 */3 * *',
+      describe: 'Cron schedule of defragmentation (5 fields, or 6 with seconds first), in local time',
+    })
+    .option('defrag-min-reclaim', {
+      type: 'string',
+      default: '16Mi',
+      describe: "Skip a member whose db has less than this to give back (etcd's dbSize minus dbSizeInUse)",
+    })
+    .option('etcd-defrag-timeout', {
+      type: 'string',
+      default: '8m',
+      describe: "The longest one member's defragmentation may take; the run stops there and counts a failure",
+    })
+    .option('full-snapshot-after-defragmentation', {
+      type: 'boolean',
+      default: false,
+      describe: 'Take a full snapshot after a defragmentation that defragmented a member',
+    })
+    .option('alarm-check-period', {
+      type: 'string',
+      default: '10s',
+      describe:
+        "How often to read etcd's alarms: NOSPACE is cleared (compact, defragment, disarm), CORRUPT stops snapshots from the member and fails /healthz; 0: never",
+    })
+    .option('alarm-quota-bytes', {
+      type: 'string',
+      default: '2Gi',
+      describe: "etcd's --quota-backend-bytes: a NOSPACE alarm is disarmed only once every db is well under it",
+    })
+    .option('alarm-nospace-threshold', {
+      type: 'number',
+      default: 0.8,
+      describe: 'The share of --alarm-quota-bytes every db must be under before a NOSPACE alarm is disarmed (0-1)',
+    })
     .option('snapshotter', {
       type: 'boolean',
       default: true,
@@ -179,6 +231,14 @@ export interface SidecarArgs extends EtcdArgs, MemberArgs, RetentionArgs {
   'reelection-period': string;
   'incomplete-upload-max-age': string;
   snapshotter: boolean;
+  defragmentation: boolean;
+  'defragmentation-schedule': string;
+  'defrag-min-reclaim': string;
+  'etcd-defrag-timeout': string;
+  'full-snapshot-after-defragmentation': boolean;
+  'alarm-check-period': string;
+  'alarm-quota-bytes': string;
+  'alarm-nospace-threshold': number;
   server: boolean;
   'server-host': string;
   'server-port': number;
@@ -232,6 +292,8 @@ export async function sidecarConfig(args: SidecarArgs): Promise<SidecarConfig> {
     initialization: await initializationConfig(args),
     incompleteUploadMaxAgeMs: parseDuration(args['incomplete-upload-max-age'], 'incomplete-upload-max-age'),
     garbageCollection: garbageCollectionConfig(args),
+    defragmentation: defragmentationConfig(args),
+    alarms: alarmsConfig(args),
     server: args.server ? await serverConfig(args) : undefined,
   };
 }
@@ -255,6 +317,29 @@ function garbageCollectionConfig(args: SidecarArgs): SidecarConfig['garbageColle
   if (periodMs <= 1_000) return undefined;
   const chunkMaxAgeMs = parseDuration(args['incomplete-upload-max-age'], 'incomplete-upload-max-age');
   return { periodMs, policy: retentionPolicy(args, { chunkMaxAgeMs }) };
+}
+
+function defragmentationConfig(args: SidecarArgs): SidecarConfig['defragmentation'] {
+  const config = {
+    schedule: new CronSchedule(args['defragmentation-schedule'], 'defragmentation-schedule'),
+    minReclaimBytes: parseByteSize(args['defrag-min-reclaim'], 'defrag-min-reclaim'),
+    timeoutMs: positive(parseDuration(args['etcd-defrag-timeout'], 'etcd-defrag-timeout'), 'etcd-defrag-timeout'),
+    fullSnapshotAfter: args['full-snapshot-after-defragmentation'],
+  };
+  return args.defragmentation ? config : undefined;
+}
+
+function alarmsConfig(args: SidecarArgs): SidecarConfig['alarms'] {
+  const periodMs = parseDuration(args['alarm-check-period'], 'alarm-check-period');
+  const quotaBytes = positive(parseByteSize(args['alarm-quota-bytes'], 'alarm-quota-bytes'), 'alarm-quota-bytes');
+  const threshold = args['alarm-nospace-threshold'];
+  if (!(threshold > 0 && threshold < 1)) {
+    throw new UsageError(
+      `${flagGiven(args, 'alarm-nospace-threshold', threshold)} must be a share of the quota between 0 and 1, e.g. 0.8`,
+    );
+  }
+  const defragTimeoutMs = parseDuration(args['etcd-defrag-timeout'], 'etcd-defrag-timeout');
+  return periodMs > 0 ? { periodMs, quotaBytes, threshold, defragTimeoutMs } : undefined;
 }
 
 async function serverConfig(args: SidecarArgs): Promise<SidecarConfig['server']> {

@@ -3,7 +3,9 @@ import { readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import type { Logger } from '@etcd-steward/core';
 import { collectDefaultMetrics, Registry } from 'prom-client';
+import { AlarmsComponent } from './alarms-component.js';
 import { type Component, type ComponentContext, startAll, stopAll } from './components.js';
+import { DefragmentationComponent } from './defragmentation-component.js';
 import { GarbageCollectorComponent } from './garbage-collector.js';
 import { HttpServer } from './http-server.js';
 import { bootstrapInitializer, Initialization } from './initialization.js';
@@ -11,6 +13,7 @@ import { openSidecarStore } from './late-store.js';
 import { LeaderForward } from './leader-forward.js';
 import { Leadership } from './leadership.js';
 import { clearScratchDir } from './scratch-dir.js';
+import { Serial } from './serial.js';
 import type { SidecarConfig } from './sidecar-config.js';
 import { SnapshotterComponent } from './snapshotter-component.js';
 import { Spool } from './spool.js';
@@ -37,6 +40,7 @@ export async function runSidecar(config: SidecarConfig, { logger, signal }: { lo
     context,
   );
   const components: Component[] = [leadership];
+  let snapshotter: SnapshotterComponent | undefined;
   if (config.snapshotter) {
     const forward = new LeaderForward(leadership, {
       serverPort: config.server?.port ?? 0,
@@ -44,25 +48,60 @@ export async function runSidecar(config: SidecarConfig, { logger, signal }: { lo
       ca: config.connection.cacert ? readFileSync(config.connection.cacert) : undefined,
       clientCertificate: config.server?.tls?.clientCa && { cert: config.server.tls.cert, key: config.server.tls.key },
     });
+    snapshotter = new SnapshotterComponent(
+      {
+        connection: config.connection,
+        store,
+        spool,
+        schedule: config.schedule,
+        deltaPeriodMs: config.deltaPeriodMs,
+        memoryLimit: config.memoryLimit,
+        compression: config.compression,
+        tempDir: config.tempDir,
+        deltaUploadTimeoutMs: config.deltaUploadTimeoutMs,
+        leadership,
+        finalSnapshot: config.finalSnapshot,
+        handoverDelayMs: config.handoverDelayMs,
+        catchUpMs: CATCH_UP_MS,
+        forward,
+        storePrefix: config.storePrefix,
+        incompleteUploadMaxAgeMs: config.incompleteUploadMaxAgeMs,
+      },
+      context,
+    );
+    components.push(snapshotter);
+  }
+  // Scheduled defragmentation and NOSPACE recovery both defragment: on this sidecar, one after the other.
+  const maintenance = new Serial();
+  if (config.defragmentation) {
+    const { fullSnapshotAfter, ...defragmentation } = config.defragmentation;
+    const afterRun = async () => {
+      if (!snapshotter?.leading) return;
+      const saved = await snapshotter.full(false);
+      logger.info('full snapshot after defragmentation', { snapshot: saved.ref.name });
+    };
     components.push(
-      new SnapshotterComponent(
+      new DefragmentationComponent(
         {
           connection: config.connection,
-          store,
-          spool,
-          schedule: config.schedule,
-          deltaPeriodMs: config.deltaPeriodMs,
-          memoryLimit: config.memoryLimit,
-          compression: config.compression,
-          tempDir: config.tempDir,
-          deltaUploadTimeoutMs: config.deltaUploadTimeoutMs,
           leadership,
-          finalSnapshot: config.finalSnapshot,
-          handoverDelayMs: config.handoverDelayMs,
-          catchUpMs: CATCH_UP_MS,
-          forward,
-          storePrefix: config.storePrefix,
-          incompleteUploadMaxAgeMs: config.incompleteUploadMaxAgeMs,
+          maintenance,
+          ...defragmentation,
+          afterRun: fullSnapshotAfter ? afterRun : undefined,
+        },
+        context,
+      ),
+    );
+  }
+  if (config.alarms) {
+    components.push(
+      new AlarmsComponent(
+        {
+          connection: config.connection,
+          leadership,
+          maintenance,
+          ...config.alarms,
+          neededRevision: () => snapshotter?.neededRevision,
         },
         context,
       ),

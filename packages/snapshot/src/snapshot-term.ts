@@ -203,6 +203,11 @@ export class SnapshotTerm {
     return !this.options.state.lastFullFailed && this.uploader.storeReachable;
   }
 
+  /** The oldest revision the watch still needs from etcd's history; undefined while it does not watch. */
+  get neededRevision(): number | undefined {
+    return this.writer.active ? this.writer.position + 1 : undefined;
+  }
+
   gauges(): Omit<SnapshotterGauges, 'spoolDeltas' | 'spoolBytes' | 'fullRequired'> {
     return {
       storeReachable: () => this.uploader.storeReachable,

@@ -99,6 +99,11 @@ export class SnapshotterComponent implements Component {
     return this.term?.healthy() ?? this.storeReachable;
   }
 
+  /** The oldest revision this sidecar's deltas still need from etcd's history (a compaction must keep it). */
+  get neededRevision(): number | undefined {
+    return this.term?.neededRevision;
+  }
+
   /** Whether this sidecar takes the snapshots right now. */
   get leading(): boolean {
     return this.term !== undefined;

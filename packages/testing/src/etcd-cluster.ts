@@ -14,7 +14,14 @@ export interface TestCluster {
   stop(): Promise<void>;
 }
 
-export async function startCluster(options: { members?: 1 | 3; binDir?: string } = {}): Promise<TestCluster> {
+export async function startCluster(
+  options: {
+    members?: 1 | 3;
+    binDir?: string;
+    /** More etcd flags for every member (a later flag wins over the defaults, e.g. --quota-backend-bytes). */
+    etcdArgs?: string[];
+  } = {},
+): Promise<TestCluster> {
   const count = options.members ?? 1;
   const binaries = await findEtcdBinaries(options.binDir);
   if (!options.binDir) checkEtcdUnderTest(binaries);
@@ -44,6 +51,7 @@ export async function startCluster(options: { members?: 1 | 3; binDir?: string }
           initialCluster,
           clusterToken,
           throwaway: true,
+          extraArgs: options.etcdArgs,
         }),
       );
     }

@@ -56,7 +56,10 @@ export function grpcCall(conn: EtcdConnection, path: string, request: Buffer, op
     close();
   };
   session.on('error', fail);
-  session.on('connect', () => session.setLocalWindowSize(WINDOW));
+  // A call that timed out before the connection was made has destroyed the session already.
+  session.on('connect', () => {
+    if (!session.destroyed) session.setLocalWindowSize(WINDOW);
+  });
   const req = session.request(
     {
       ':method': 'POST',

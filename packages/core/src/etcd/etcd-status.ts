@@ -6,6 +6,8 @@ import { etcdAuthToken, grpcUnary } from './etcd-grpc.js';
 export interface EtcdStatus {
   version: string;
   dbSize: number;
+  /** Bytes of the db that hold data (etcd 3.4+); dbSize minus this is what a defragmentation gives back. */
+  dbSizeInUse: number;
   /** Member IDs are uint64: decimal strings. */
   leader: string;
   memberId: string;
@@ -40,6 +42,7 @@ export async function memberStatus(
   return {
     version: fields.find((f) => f.field === 2)?.bytes?.toString('utf8') ?? 'unknown',
     dbSize: Number(varint(fields, 3)),
+    dbSizeInUse: Number(varint(fields, 9)),
     leader: String(varint(fields, 4)),
     memberId: String(varint(header, 2)),
     revision: Number(varint(header, 3)),

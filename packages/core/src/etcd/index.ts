@@ -1,11 +1,13 @@
 /**
- * Talking to etcd and running it: the client, gRPC over plain HTTP/2, watch, status, members, the snapshot
- * stream, the spawned etcd and its binaries, etcd's own snapshot restore, inspecting a data dir.
+ * Talking to etcd and running it: the client, gRPC over plain HTTP/2, watch, status, members, defragment, alarms,
+ * compaction, the snapshot stream, the spawned etcd and its binaries, etcd's own snapshot restore, inspecting a
+ * data dir.
  * May use: common/, bbolt/, format/.
  */
 export * from './etcd-binaries.js';
 export * from './etcd-client.js';
 export * from './etcd-grpc.js';
+export * from './etcd-maintenance.js';
 export * from './etcd-members.js';
 export * from './etcd-status.js';
 export * from './etcd-watch.js';
