@@ -9,7 +9,11 @@ export interface EtcdStatus {
   /** Member IDs are uint64: decimal strings. */
   leader: string;
   memberId: string;
+  /** The cluster's ID, a uint64 as a decimal string. */
+  clusterId: string;
   revision: number;
+  /** Bytes of the db in use (etcd ≥ 3.4): dbSize minus what a defragmentation would reclaim. */
+  dbSizeInUse: number;
 }
 
 /**
@@ -42,7 +46,9 @@ export async function memberStatus(
     dbSize: Number(varint(fields, 3)),
     leader: String(varint(fields, 4)),
     memberId: String(varint(header, 2)),
+    clusterId: String(varint(header, 1)),
     revision: Number(varint(header, 3)),
+    dbSizeInUse: Number(varint(fields, 9)),
   };
 }
 
