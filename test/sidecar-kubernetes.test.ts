@@ -156,9 +156,7 @@ it('1 member: a conflicting update is re-read and retried; the API server down d
   expect(server.writes().some((w) => w.name === 'delta-snapshot-revisions' && w.status === 409)).toBe(true);
   // The retry started from the object as the other writer left it.
   expect(deltaLease()?.metadata.annotations).toEqual({ 'changed-by': 'another writer' });
-  expect(await metric(sidecar.url, 'etcd_snapshot_k8s_conflicts_total', 'object="delta-snapshot-lease"')).toBe(
-    1,
-  );
+  expect(await metric(sidecar.url, 'etcd_snapshot_k8s_conflicts_total', 'object="delta-snapshot-lease"')).toBe(1);
 
   // The API server goes away: snapshots go on, the outage is logged once, the leases catch up when it is back.
   await server.pause();
