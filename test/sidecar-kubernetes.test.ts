@@ -93,21 +93,38 @@ it('3 members: member leases, snapshot leases and EtcdMember status follow the s
   const client = cluster.client();
   await writeWorkload(client, { keys: 200, valueSize: 100 });
   const store = new LocalStore(storeDir);
-  const leasesMatchStore = async () => {
+  /** The newest full and delta in the store beside what the snapshot leases hold. */
+  const leasesAndStore = async () => {
     const entries = await listSnapshots(store);
     const full = entries.filter((e) => e.kind === 'Full').at(-1);
     const delta = entries.filter((e) => e.kind === 'Incr').at(-1);
-    if (!full || !delta) return false;
     const fullLease = server.get('leases', NAMESPACE, 'full-snapshot-revisions');
     const deltaLease = server.get('leases', NAMESPACE, 'delta-snapshot-revisions');
+    return {
+      full: full && { lastRevision: full.lastRevision, takenAt: full.createdAt * 1000 },
+      fullLease: { holder: holder(fullLease), renewTime: Date.parse(renewTime(fullLease) ?? '') },
+      delta: delta?.lastRevision,
+      deltaLease: holder(deltaLease),
+      etcd: await etcdRevision(client),
+    };
+  };
+  let seen: unknown;
+  const leasesMatchStore = async () => {
+    const now = await leasesAndStore();
+    seen = now;
     return (
-      holder(fullLease) === String(full.lastRevision) &&
-      Date.parse(renewTime(fullLease)!) === full.createdAt * 1000 &&
-      holder(deltaLease) === String(delta.lastRevision) &&
-      delta.lastRevision >= (await etcdRevision(client))
+      now.full !== undefined &&
+      now.fullLease.holder === String(now.full.lastRevision) &&
+      now.fullLease.renewTime === now.full.takenAt &&
+      now.deltaLease === String(now.delta) &&
+      (now.delta ?? 0) >= now.etcd
     );
   };
-  await waitFor('the snapshot leases to hold the stored revisions', leasesMatchStore, 45_000);
+  const leasesReachStore = (what: string) =>
+    waitFor(what, leasesMatchStore, 45_000).catch((err: Error) => {
+      throw new Error(`${err.message}; last seen: ${JSON.stringify(seen)}`);
+    });
+  await leasesReachStore('the snapshot leases to hold the stored revisions');
 
   // Hand the lead to another member: the leases and EtcdMembers follow, the new leader's deltas move the lease on.
   const target = idOf(cluster.endpoints.findIndex((_, i) => idOf(i) !== first));
@@ -118,7 +135,7 @@ it('3 members: member leases, snapshot leases and EtcdMember status follow the s
   await waitFor('leases and EtcdMembers showing the new leader', () => showLeader(target));
   const before = Number(holder(server.get('leases', NAMESPACE, 'delta-snapshot-revisions')));
   await writeWorkload(client, { keys: 100, valueSize: 100 });
-  await waitFor('the new leader to store deltas and renew the delta lease', leasesMatchStore, 45_000);
+  await leasesReachStore('the new leader to store deltas and renew the delta lease');
   expect(Number(holder(server.get('leases', NAMESPACE, 'delta-snapshot-revisions')))).toBeGreaterThan(before);
   // The snapshot leases only ever moved forward.
   const revisions = server
