@@ -161,7 +161,7 @@ it('1 member: a conflicting update is re-read and retried; the API server down d
     endpoint: cluster.endpoints[0],
     store: `file://${at('store-1')}`,
     dir: at('sidecar-1'),
-    args: [...KUBE_FLAGS, '--kubeconfig', kubeconfig],
+    args: [...KUBE_FLAGS, '--kubeconfig', kubeconfig, '--final-snapshot'],
     env: { ...process.env, POD_NAME: 'etcd-main-0', POD_NAMESPACE: NAMESPACE },
   });
   onTestFinished(() => sidecar.kill());
@@ -197,7 +197,12 @@ it('1 member: a conflicting update is re-read and retried; the API server down d
     return Number(holder(deltaLease())) >= downRevision && Number(holder(full)) === fullRevision;
   });
   expect(await metric(sidecar.url, 'etcd_snapshot_k8s_reachable')).toBe(1);
+  await writeWorkload(client, { keys: 10, prefix: '/last/' });
   expect(await sidecar.stop()).toBe(0);
+  // The final snapshot, taken on SIGTERM, still renews the full-snapshot lease.
+  const final = (await listSnapshots(new LocalStore(at('store-1')))).filter((e) => e.kind === 'Full').at(-1)!;
+  expect(final.final).toBe(true);
+  expect(holder(server.get('leases', NAMESPACE, 'full-snapshot-revisions'))).toBe(String(final.lastRevision));
   const log = await sidecar.log();
   expect(log.match(/cannot update Kubernetes objects/g)).toHaveLength(1);
   expect(log).toMatch(/the Kubernetes API server accepts updates again/);

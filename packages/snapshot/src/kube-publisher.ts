@@ -7,6 +7,8 @@ export type KubeWrite = (onConflict: () => void) => Promise<void>;
 
 /** How long one write may take before it counts as failed (the client has no timeout of its own). */
 const WRITE_TIMEOUT_MS = 10_000;
+/** At stop, how long the writes still queued (the final snapshot's lease) may take. */
+const STOP_GRACE_MS = 5_000;
 
 /**
  * The sidecar's writes to Kubernetes (leases, EtcdMember status), off the path of the snapshots: a write is
@@ -24,6 +26,7 @@ export class KubePublisher implements Component {
   private readonly controller = new AbortController();
   private running?: Promise<void>;
   private reachable = true;
+  private stopping = false;
 
   constructor(context: ComponentContext) {
     this.logger = context.logger;
@@ -50,9 +53,13 @@ export class KubePublisher implements Component {
 
   async start(): Promise<void> {}
 
+  /** Finishes the queued writes, tried once more each, for at most STOP_GRACE_MS. */
   async stop(): Promise<void> {
-    this.controller.abort();
+    this.stopping = true;
+    const grace = setTimeout(() => this.controller.abort(), STOP_GRACE_MS);
     await this.running;
+    clearTimeout(grace);
+    this.controller.abort();
   }
 
   /** Queues `write` for `object`, in place of any older write for it not yet done. */
@@ -72,6 +79,7 @@ export class KubePublisher implements Component {
         await withTimeout(
           write(() => this.conflicts.inc({ object })),
           WRITE_TIMEOUT_MS,
+          this.controller.signal,
         );
         this.updates.inc({ object, succeeded: 'true' });
         this.noteReachable(true, '');
@@ -79,6 +87,7 @@ export class KubePublisher implements Component {
       } catch (err) {
         this.updates.inc({ object, succeeded: 'false' });
         this.noteReachable(false, `${object}: ${errorMessage(err)}`);
+        if (this.stopping) continue;
         // A newer write for the object, queued meanwhile, replaces this one.
         if (!this.pending.has(object)) this.pending.set(object, write);
         await this.backoff.wait(this.controller.signal).catch(() => undefined);
@@ -95,14 +104,19 @@ export class KubePublisher implements Component {
   }
 }
 
-async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+/** `work`, or a rejection after `ms` or when `signal` aborts (the request itself is left to end on its own). */
+async function withTimeout<T>(work: Promise<T>, ms: number, signal: AbortSignal): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`no answer within ${ms / 1000}s`)), ms);
+    onAbort = () => reject(new Error('the sidecar stops'));
+    signal.addEventListener('abort', onAbort, { once: true });
   });
   try {
     return await Promise.race([work, timeout]);
   } finally {
     clearTimeout(timer);
+    if (onAbort) signal.removeEventListener('abort', onAbort);
   }
 }

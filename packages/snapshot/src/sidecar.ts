@@ -69,8 +69,10 @@ export async function runSidecar(config: SidecarConfig, { logger, signal }: { lo
     );
   }
   const snapshotter = components.find((c): c is SnapshotterComponent => c instanceof SnapshotterComponent);
-  if (config.kubernetes)
-    components.push(...(await kubernetesComponents(config.kubernetes, leadership, snapshotter, context)));
+  // Right after the leadership: they stop after the snapshotter, so that its final snapshot renews the lease.
+  if (config.kubernetes) {
+    components.splice(1, 0, ...(await kubernetesComponents(config.kubernetes, leadership, snapshotter, context)));
+  }
   if (config.garbageCollection) {
     components.push(
       new GarbageCollectorComponent(
