@@ -220,6 +220,13 @@ it('the Kubernetes flags without the pod identity or with an unreadable kubeconf
   expect(noPod.stderr).toMatch(
     /--enable-member-lease-renewal needs the environment variables POD_NAME and POD_NAMESPACE/,
   );
+  const noNamespace = await runProgram('etcd-snapshot', [...common, ...spool, '--enable-snapshot-lease-renewal'], {
+    POD_NAME: '',
+    POD_NAMESPACE: '',
+  });
+  expect(noNamespace.code).toBe(2);
+  // The snapshot leases are the namespace's, not the pod's: only POD_NAMESPACE is asked for.
+  expect(noNamespace.stderr).toMatch(/--enable-snapshot-lease-renewal needs the environment variable POD_NAMESPACE:/);
   const badConfig = await runProgram(
     'etcd-snapshot',
     [...common, ...spool, '--etcd-member-resource', '--kubeconfig', at('missing-kubeconfig')],

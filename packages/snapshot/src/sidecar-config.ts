@@ -336,7 +336,7 @@ async function kubernetesConfig(args: SidecarArgs): Promise<SidecarConfig['kuber
     snapshotLeases && '--enable-snapshot-lease-renewal',
     etcdMember && '--etcd-member-resource',
   ].filter(Boolean);
-  const pod = podIdentity(process.env, flags.join(' and '));
+  const pod = podIdentity(process.env, flags.join(' and '), memberLease || etcdMember);
   const { KubeClient } = await import('./kube-client.js');
   return {
     client: KubeClient.load(args.kubeconfig),
