@@ -91,7 +91,6 @@ it('3 members: member leases, snapshot leases and EtcdMember status follow the s
 
   // The snapshot leases hold the revisions of the snapshots in the store, the full one its time of taking.
   const client = cluster.client();
-  await writeWorkload(client, { keys: 200, valueSize: 100 });
   const store = new LocalStore(storeDir);
   /** The newest full and delta in the store beside what the snapshot leases hold. */
   const leasesAndStore = async () => {
@@ -124,6 +123,12 @@ it('3 members: member leases, snapshot leases and EtcdMember status follow the s
     waitFor(what, leasesMatchStore, 45_000).catch((err: Error) => {
       throw new Error(`${err.message}; last seen: ${JSON.stringify(seen)}`);
     });
+  // The leader's first full snapshot (after the hand-over delay) and its lease; the writes then go into deltas.
+  await waitFor('the first full snapshot and its lease', async () => {
+    const now = await leasesAndStore();
+    return now.full !== undefined && now.fullLease.holder === String(now.full.lastRevision);
+  });
+  await writeWorkload(client, { keys: 200, valueSize: 100 });
   await leasesReachStore('the snapshot leases to hold the stored revisions');
 
   // Hand the lead to another member: the leases and EtcdMembers follow, the new leader's deltas move the lease on.
@@ -233,5 +238,15 @@ it('the Kubernetes flags without the pod identity or with an unreadable kubeconf
     { POD_NAME: 'p', POD_NAMESPACE: 'n' },
   );
   expect(badConfig.code).toBe(2);
+  const none = await runProgram('etcd-snapshot', [...common, ...spool, '--etcd-member-resource'], {
+    POD_NAME: 'p',
+    POD_NAMESPACE: 'n',
+    KUBECONFIG: '',
+    HOME: at('empty-home'),
+  });
+  expect(none.code).toBe(2);
+  expect(none.stderr).toMatch(
+    /no Kubernetes API server is configured: run in a pod with a service account, or give --kubeconfig/,
+  );
   expect(badConfig.stderr).toMatch(/--kubeconfig .*missing-kubeconfig: cannot load it/);
 });
