@@ -214,7 +214,7 @@ it('1 member: a conflicting update is re-read and retried; the API server down d
   expect(log).not.toContain(server.token);
 }, 90_000);
 
-it('the Kubernetes flags without the pod identity or with an unreadable kubeconfig stop with exit 2', async () => {
+it('the Kubernetes flags without the pod identity, a kubeconfig or snapshots to follow stop with exit 2', async () => {
   const common = ['run', '--endpoints', 'http://127.0.0.1:1', '--store', `file://${at('store-u')}`];
   const spool = ['--spool-dir', at('spool-u')];
   const noPod = await runProgram('etcd-snapshot', [...common, ...spool, '--enable-member-lease-renewal'], {
@@ -232,6 +232,13 @@ it('the Kubernetes flags without the pod identity or with an unreadable kubeconf
   expect(noNamespace.code).toBe(2);
   // The snapshot leases are the namespace's, not the pod's: only POD_NAMESPACE is asked for.
   expect(noNamespace.stderr).toMatch(/--enable-snapshot-lease-renewal needs the environment variable POD_NAMESPACE:/);
+  const noSnapshots = await runProgram(
+    'etcd-snapshot',
+    [...common, ...spool, '--no-snapshotter', '--enable-snapshot-lease-renewal'],
+    { POD_NAMESPACE: 'n' },
+  );
+  expect(noSnapshots.code).toBe(2);
+  expect(noSnapshots.stderr).toMatch(/--enable-snapshot-lease-renewal follows the snapshots this sidecar takes/);
   const badConfig = await runProgram(
     'etcd-snapshot',
     [...common, ...spool, '--etcd-member-resource', '--kubeconfig', at('missing-kubeconfig')],

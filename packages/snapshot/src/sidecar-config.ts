@@ -325,6 +325,11 @@ async function kubernetesConfig(args: SidecarArgs): Promise<SidecarConfig['kuber
     'k8s-heartbeat-duration',
   );
   if (!memberLease && !snapshotLeases && !etcdMember) return undefined;
+  if (snapshotLeases && !args.snapshotter) {
+    throw new UsageError(
+      '--enable-snapshot-lease-renewal follows the snapshots this sidecar takes: leave out --no-snapshotter, or the lease renewal',
+    );
+  }
   const names = { full: args['full-snapshot-lease-name'], delta: args['delta-snapshot-lease-name'] };
   if (snapshotLeases && (!names.full || !names.delta)) {
     throw new UsageError(
