@@ -11,6 +11,7 @@ const LAYERS = [
   'format',
   'store',
   'etcd',
+  'kubernetes',
   'backup',
   'retention',
   'copy',

@@ -16,9 +16,11 @@ import {
   type MemberConfig,
   memberOptions,
   memberSettings,
+  type PodIdentity,
   parseByteSize,
   parseDuration,
   parseStoreUrl,
+  podIdentity,
   type RetentionArgs,
   type RetentionPolicy,
   retentionPolicy,
@@ -28,6 +30,7 @@ import {
 import type { Argv } from 'yargs';
 import { CronSchedule } from './cron-schedule.js';
 import { FullSchedule } from './full-schedule.js';
+import type { KubeClient } from './kube-client.js';
 import { scratchDir } from './scratch-dir.js';
 
 /** Everything `etcd-snapshot run` needs, checked: building it is where bad input stops the program (exit 2). */
@@ -67,6 +70,15 @@ export interface SidecarConfig {
   };
   /** Undefined with --alarm-check-period 0. */
   alarms?: { periodMs: number; quotaBytes: number; threshold: number; defragTimeoutMs: number };
+  /** Undefined unless a Kubernetes component is switched on (leases, EtcdMember status). */
+  kubernetes?: {
+    client: KubeClient;
+    pod: PodIdentity;
+    heartbeatMs: number;
+    memberLease: boolean;
+    snapshotLeases?: { full: string; delta: string };
+    etcdMember: boolean;
+  };
   /** Undefined with --no-server. */
   server?: {
     host: string;
@@ -198,6 +210,44 @@ export function sidecarOptions<T>(y: Argv<T>) {
       default: true,
       describe: 'Take snapshots (--no-snapshotter: serve the HTTP API and metrics only)',
     })
+    .option('enable-member-lease-renewal', {
+      type: 'boolean',
+      default: false,
+      describe:
+        "Renew the pod's Lease (named POD_NAME, in POD_NAMESPACE) every --k8s-heartbeat-duration, holder <memberID>:<clusterID>:Leader|Member (as ebr)",
+    })
+    .option('k8s-heartbeat-duration', {
+      type: 'string',
+      default: '30s',
+      describe: 'How often the member lease and the EtcdMember status are renewed',
+    })
+    .option('enable-snapshot-lease-renewal', {
+      type: 'boolean',
+      default: false,
+      describe:
+        'After each snapshot, the full- or delta-snapshot Lease (in POD_NAMESPACE) holds its last revision (as ebr)',
+    })
+    .option('full-snapshot-lease-name', {
+      type: 'string',
+      default: 'full-snapshot-revisions',
+      describe: 'Name of the full-snapshot Lease',
+    })
+    .option('delta-snapshot-lease-name', {
+      type: 'string',
+      default: 'delta-snapshot-revisions',
+      describe: 'Name of the delta-snapshot Lease',
+    })
+    .option('etcd-member-resource', {
+      type: 'boolean',
+      default: false,
+      describe:
+        "Publish the member's status (IDs, role, revision, Ready condition) in druid's EtcdMember named POD_NAME, on change and every --k8s-heartbeat-duration",
+    })
+    .option('kubeconfig', {
+      type: 'string',
+      describe:
+        "kubeconfig of the API server for leases and EtcdMember status [default: KUBECONFIG, ~/.kube/config or the pod's service account]",
+    })
     .option('server', { type: 'boolean', default: true, describe: 'Serve the HTTP API (--no-server: none)' })
     .option('server-host', { type: 'string', default: '0.0.0.0', describe: 'Address the HTTP server binds' })
     .option('server-port', { type: 'number', default: 8080, describe: 'Port of the HTTP server' })
@@ -246,6 +296,13 @@ export interface SidecarArgs extends EtcdArgs, MemberArgs, RetentionArgs {
   'server-tls-key'?: string;
   'server-tls-client-ca'?: string;
   'server-token-file'?: string;
+  'enable-member-lease-renewal': boolean;
+  'k8s-heartbeat-duration': string;
+  'enable-snapshot-lease-renewal': boolean;
+  'full-snapshot-lease-name': string;
+  'delta-snapshot-lease-name': string;
+  'etcd-member-resource': boolean;
+  kubeconfig?: string;
 }
 
 export async function sidecarConfig(args: SidecarArgs): Promise<SidecarConfig> {
@@ -294,6 +351,7 @@ export async function sidecarConfig(args: SidecarArgs): Promise<SidecarConfig> {
     garbageCollection: garbageCollectionConfig(args),
     defragmentation: defragmentationConfig(args),
     alarms: alarmsConfig(args),
+    kubernetes: await kubernetesConfig(args),
     server: args.server ? await serverConfig(args) : undefined,
   };
 }
@@ -340,6 +398,44 @@ function alarmsConfig(args: SidecarArgs): SidecarConfig['alarms'] {
   }
   const defragTimeoutMs = parseDuration(args['etcd-defrag-timeout'], 'etcd-defrag-timeout');
   return periodMs > 0 ? { periodMs, quotaBytes, threshold, defragTimeoutMs } : undefined;
+}
+
+/** The client is loaded only when a Kubernetes component is on: it adds half a second to the start. */
+async function kubernetesConfig(args: SidecarArgs): Promise<SidecarConfig['kubernetes']> {
+  const memberLease = args['enable-member-lease-renewal'];
+  const snapshotLeases = args['enable-snapshot-lease-renewal'];
+  const etcdMember = args['etcd-member-resource'];
+  const heartbeatMs = positive(
+    parseDuration(args['k8s-heartbeat-duration'], 'k8s-heartbeat-duration'),
+    'k8s-heartbeat-duration',
+  );
+  if (!memberLease && !snapshotLeases && !etcdMember) return undefined;
+  if (snapshotLeases && !args.snapshotter) {
+    throw new UsageError(
+      '--enable-snapshot-lease-renewal follows the snapshots this sidecar takes: leave out --no-snapshotter, or the lease renewal',
+    );
+  }
+  const names = { full: args['full-snapshot-lease-name'], delta: args['delta-snapshot-lease-name'] };
+  if (snapshotLeases && (!names.full || !names.delta)) {
+    throw new UsageError(
+      '--full-snapshot-lease-name and --delta-snapshot-lease-name must not be empty with --enable-snapshot-lease-renewal',
+    );
+  }
+  const flags = [
+    memberLease && '--enable-member-lease-renewal',
+    snapshotLeases && '--enable-snapshot-lease-renewal',
+    etcdMember && '--etcd-member-resource',
+  ].filter(Boolean);
+  const pod = podIdentity(process.env, flags.join(' and '), memberLease || etcdMember);
+  const { KubeClient } = await import('./kube-client.js');
+  return {
+    client: KubeClient.load(args.kubeconfig),
+    pod,
+    heartbeatMs,
+    memberLease,
+    snapshotLeases: snapshotLeases ? names : undefined,
+    etcdMember,
+  };
 }
 
 async function serverConfig(args: SidecarArgs): Promise<SidecarConfig['server']> {

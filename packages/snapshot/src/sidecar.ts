@@ -107,6 +107,10 @@ export async function runSidecar(config: SidecarConfig, { logger, signal }: { lo
       ),
     );
   }
+  // Right after the leadership: they stop after the snapshotter, so that its final snapshot renews the lease.
+  if (config.kubernetes) {
+    components.splice(1, 0, ...(await kubernetesComponents(config.kubernetes, leadership, snapshotter, context)));
+  }
   if (config.garbageCollection) {
     components.push(
       new GarbageCollectorComponent(
@@ -132,4 +136,38 @@ export async function runSidecar(config: SidecarConfig, { logger, signal }: { lo
     await rm(config.tempDir, { recursive: true, force: true });
     logger.info('stopped');
   }
+}
+
+/** The publisher first, so that it stops last, after the components that feed it. */
+async function kubernetesComponents(
+  config: NonNullable<SidecarConfig['kubernetes']>,
+  leadership: Leadership,
+  snapshotter: SnapshotterComponent | undefined,
+  context: ComponentContext,
+): Promise<Component[]> {
+  const { KubePublisher } = await import('./kube-publisher.js');
+  const publisher = new KubePublisher(context);
+  const { client, pod, heartbeatMs } = config;
+  const components: Component[] = [publisher];
+  if (config.memberLease) {
+    const { MemberLeaseRenewal } = await import('./member-lease-renewal.js');
+    components.push(new MemberLeaseRenewal({ client, publisher, leadership, pod, heartbeatMs }));
+  }
+  if (config.snapshotLeases && snapshotter) {
+    const { SnapshotLeaseRenewal } = await import('./snapshot-lease-renewal.js');
+    components.push(
+      new SnapshotLeaseRenewal({
+        client,
+        publisher,
+        snapshots: snapshotter.metrics,
+        namespace: pod.namespace,
+        names: config.snapshotLeases,
+      }),
+    );
+  }
+  if (config.etcdMember) {
+    const { EtcdMemberStatusPublisher } = await import('./etcd-member-status-publisher.js');
+    components.push(new EtcdMemberStatusPublisher({ client, publisher, leadership, pod, heartbeatMs }));
+  }
+  return components;
 }

@@ -15,6 +15,14 @@ export interface SnapshotterGauges {
   storeReachable(): boolean;
 }
 
+/** A snapshot now in the store, as the snapshotter reports it to its metrics and to whoever listens. */
+export interface SavedSnapshot {
+  kind: SnapshotKind;
+  lastRevision: number;
+  /** Unix seconds, from the snapshot's name. */
+  createdAt: number;
+}
+
 /**
  * The snapshotter's metrics. Names under `etcdbr_` are ebr's, with ebr's labels (kind = Full | Incr), so
  * existing dashboards and alerts keep working; `etcd_snapshot_` ones are ours.
@@ -30,6 +38,7 @@ export class SnapshotMetrics {
   readonly deltaLag: Histogram;
   readonly compacted: Counter;
   readonly resyncs: Counter;
+  private readonly listeners = new Set<(saved: SavedSnapshot) => void>();
 
   constructor(registry: Registry, gauges: () => SnapshotterGauges | undefined) {
     const registers = [registry];
@@ -138,6 +147,13 @@ export class SnapshotMetrics {
     this.latestTimestamp.set({ kind }, createdAt);
     this.duration.observe({ kind, succeeded: 'true' }, seconds);
     this.size.observe({ kind }, bytes);
+    for (const listener of this.listeners) listener({ kind, lastRevision, createdAt });
+  }
+
+  /** Every snapshot stored from now on (the snapshot leases follow them); listeners must not throw. */
+  onSaved(listener: (saved: SavedSnapshot) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
   }
 
   failed(kind: SnapshotKind, seconds: number): void {

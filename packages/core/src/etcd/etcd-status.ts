@@ -11,6 +11,8 @@ export interface EtcdStatus {
   /** Member IDs are uint64: decimal strings. */
   leader: string;
   memberId: string;
+  /** The cluster's ID, a uint64 as a decimal string. */
+  clusterId: string;
   revision: number;
 }
 
@@ -45,6 +47,7 @@ export async function memberStatus(
     dbSizeInUse: Number(varint(fields, 9)),
     leader: String(varint(fields, 4)),
     memberId: String(varint(header, 2)),
+    clusterId: String(varint(header, 1)),
     revision: Number(varint(header, 3)),
   };
 }

@@ -1,0 +1,29 @@
+import type { EtcdStatus } from '../etcd/index.js';
+import type { ObjectMeta } from './kube-object.js';
+
+/** coordination.k8s.io/v1 Lease, the fields this code writes (the client's V1Lease fits it). */
+export interface Lease {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: ObjectMeta;
+  spec?: { holderIdentity?: string; renewTime?: Date; leaseDurationSeconds?: number };
+}
+
+/** ebr's member lease holder: `<memberID>:<clusterID>:Leader|Member`, the IDs in hex as etcdctl shows them. */
+export function memberHolderIdentity(status: EtcdStatus): string {
+  const hex = (id: string) => BigInt(id).toString(16);
+  const role = status.memberId === status.leader ? 'Leader' : 'Member';
+  return `${hex(status.memberId)}:${hex(status.clusterId)}:${role}`;
+}
+
+/** The lease renewed now by this member: its holder identity and the time, annotations kept. */
+export function renewedMemberLease(
+  current: Lease | undefined,
+  where: { name: string; namespace: string },
+  holderIdentity: string,
+  now: Date,
+): Lease {
+  const lease = current ?? { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { ...where } };
+  lease.spec = { ...lease.spec, holderIdentity, renewTime: now };
+  return lease;
+}

@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import type { EtcdStatus } from '../src/etcd/index.js';
+import { memberHolderIdentity } from '../src/kubernetes/member-lease.js';
+import { renewedSnapshotLease } from '../src/kubernetes/snapshot-lease.js';
+
+const where = { name: 'full-snapshot-revisions', namespace: 'shoot' };
+const status = (memberId: string, leader: string): EtcdStatus => ({
+  version: '3.4.23',
+  dbSize: 0,
+  dbSizeInUse: 0,
+  leader,
+  memberId,
+  clusterId: '12011714581290440574',
+  revision: 1,
+});
+
+describe('Kubernetes leases', () => {
+  it("member lease holder: ebr's <memberID>:<clusterID>:Leader|Member, the uint64 IDs in hex beyond 2^53", () => {
+    expect(memberHolderIdentity(status('18446744073709551615', '18446744073709551615'))).toBe(
+      'ffffffffffffffff:a6b22ec55932577e:Leader',
+    );
+    expect(memberHolderIdentity(status('10276657743932975437', '1'))).toBe('8e9e05c52164694d:a6b22ec55932577e:Member');
+  });
+
+  it('a snapshot lease takes a newer revision and its time, keeps a higher one, and replaces a holder that is no number', () => {
+    const takenAt = new Date('2026-11-24T10:00:00Z');
+    const lease = (holderIdentity?: string) => ({
+      metadata: { ...where, resourceVersion: '7' },
+      spec: { holderIdentity },
+    });
+    expect(renewedSnapshotLease(lease('100'), where, { lastRevision: 120, takenAt })?.spec).toEqual({
+      holderIdentity: '120',
+      renewTime: takenAt,
+    });
+    // A compaction published a newer full snapshot meanwhile: nothing to write.
+    expect(renewedSnapshotLease(lease('130'), where, { lastRevision: 120, takenAt })).toBeUndefined();
+    // The same revision again (a new leader's first full): renewed, with the time of the newer snapshot.
+    expect(renewedSnapshotLease(lease('120'), where, { lastRevision: 120, takenAt })?.spec?.renewTime).toBe(takenAt);
+    expect(renewedSnapshotLease(lease('garbage'), where, { lastRevision: 5, takenAt })?.spec?.holderIdentity).toBe('5');
+    expect(renewedSnapshotLease(undefined, where, { lastRevision: 5, takenAt })).toEqual({
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: where,
+      spec: { holderIdentity: '5', renewTime: takenAt },
+    });
+  });
+});
