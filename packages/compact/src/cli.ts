@@ -88,6 +88,7 @@ await programArgs('etcd-compact')
           compression: args.compression,
           etcdBinDir: args['etcd-bin-dir'],
           maxFetchers,
+          encryptionKeyFile: args['encryption-key-file'],
         };
         await checkLocalStore(args.store);
         await checkLocalDir(settings.workDir, '--work-dir', { mustExist: true });

@@ -35,6 +35,8 @@ export interface CompactOptions {
   compression: CompressionPolicy;
   etcdBinDir?: string;
   maxFetchers?: number;
+  /** Keys that decrypt the chain and encrypt the new full snapshot (docs/encryption.md). */
+  encryptionKeyFile?: string;
   logger?: Logger;
   signal?: AbortSignal;
 }
@@ -69,10 +71,10 @@ const STOP_GRACE_MS = 30_000;
  * etcd binaries) are usage errors; the store is listed, nothing is created.
  */
 export async function checkCompaction(
-  options: Pick<CompactOptions, 'store' | 'etcdBinDir' | 'signal'>,
+  options: Pick<CompactOptions, 'store' | 'etcdBinDir' | 'encryptionKeyFile' | 'signal'>,
 ): Promise<{ binaries: EtcdBinaries; plan: CompactionPlan }> {
   const binaries = await findEtcdBinaries(options.etcdBinDir);
-  const store = await openStore(options.store);
+  const store = await openStore(options.store, { encryptionKeyFile: options.encryptionKeyFile });
   const plan = await planCompaction(store, { signal: options.signal }).finally(() => store.close?.());
   return { binaries, plan };
 }
@@ -98,7 +100,7 @@ export async function compactChain(
   const workspace = new CompactionScratch(options.workDir, plan.store);
   const { path: scratch, dataDir } = workspace;
   await workspace.prepare();
-  const store = await openStore(options.store);
+  const store = await openStore(options.store, { encryptionKeyFile: options.encryptionKeyFile });
   try {
     const peerPort = await freePort();
     const peerUrl = `http://127.0.0.1:${peerPort}`;
@@ -121,6 +123,7 @@ export async function compactChain(
       toRevision: revision,
       maxFetchers: options.maxFetchers,
       etcdBinDir: options.etcdBinDir,
+      encryptionKeyFile: options.encryptionKeyFile,
       logger,
       signal: options.signal,
     });

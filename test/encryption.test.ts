@@ -1,0 +1,150 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { open, readdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ENCRYPTION_MAGIC, type KeyspaceFingerprint } from '@etcd-steward/core';
+import { startCluster, type TestCluster, writeWorkload } from '@etcd-steward/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { restoreAndFingerprint } from './restore-program.js';
+import { runProgram } from './run-program.js';
+import { firstDelta, keyspaceOnceStored, type SidecarProcess, startSidecar, startWriter } from './sidecar-helpers.js';
+import { tempDir } from './temp-dir.js';
+
+/** The first bytes of each snapshot of a file:// store, by name. */
+async function heads(storeDir: string): Promise<Map<string, Buffer>> {
+  const found = new Map<string, Buffer>();
+  for (const name of (await readdir(join(storeDir, 'v2'))).sort()) {
+    const file = await open(join(storeDir, 'v2', name));
+    try {
+      const head = Buffer.alloc(16);
+      await file.read(head, 0, 16, 0);
+      found.set(name, head);
+    } finally {
+      await file.close();
+    }
+  }
+  return found;
+}
+
+/** The messages of a program's error log lines (JSON lines: stderr is not a terminal). */
+const errors = (stderr: string) =>
+  stderr
+    .split('\n')
+    .filter((line) => line.includes('"level":"error"'))
+    .map((line) => JSON.parse(line).msg as string)
+    .join('\n');
+
+const encrypted = (head: Buffer) => head.subarray(0, 8).equals(ENCRYPTION_MAGIC);
+/** The key id an encrypted object's header names (docs/encryption.md §1). */
+const keyIdOf = (head: Buffer) => head.subarray(10, 10 + head[9]).toString('utf8');
+
+describe('client-side encryption through the programs (real etcd, processes)', () => {
+  const at = tempDir('encryption-');
+  const k1 = randomBytes(32).toString('hex');
+  const k2 = randomBytes(32).toString('hex');
+  let cluster: TestCluster;
+  let source: KeyspaceFingerprint;
+  let keys: string;
+  const store = () => `file://${at('store')}`;
+
+  beforeAll(async () => {
+    cluster = await startCluster();
+    keys = at('keys');
+    await writeFile(keys, `# rotated: k1 encrypts\nk1 ${k1}\n`, { mode: 0o400 });
+    await writeFile(at('keys-2'), `k2 ${k2}\n`, { mode: 0o400 });
+  });
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  it('a plain full snapshot, then the sidecar with a key: its deltas are encrypted and the mixed chain restores exactly, with the key only', async () => {
+    const client = cluster.client();
+    await writeWorkload(client, { keys: 2_000, valueSize: 100 });
+    const saved = await runProgram('etcd-snapshot', ['save', '--endpoints', cluster.endpoints[0], '--store', store()]);
+    expect(saved.code, saved.stderr).toBe(0);
+    let sidecar: SidecarProcess | undefined;
+    try {
+      sidecar = await startSidecar({
+        endpoint: cluster.endpoints[0],
+        store: store(),
+        dir: at('sidecar'),
+        args: ['--encryption-key-file', keys],
+      });
+      const writer = startWriter(client, { concurrency: 8 });
+      await firstDelta(sidecar.url);
+      await writer.stop();
+      source = await keyspaceOnceStored(client, sidecar.url);
+      expect(await sidecar.stop()).toBe(0);
+      expect(await sidecar.log()).not.toContain(k1);
+    } finally {
+      await sidecar?.kill();
+    }
+
+    const objects = await heads(at('store'));
+    const fulls = [...objects].filter(([name]) => name.startsWith('Full-'));
+    const deltas = [...objects].filter(([name]) => name.startsWith('Incr-'));
+    expect(fulls.map(([, head]) => encrypted(head))).toEqual([false]);
+    expect(deltas.length).toBeGreaterThan(0);
+    expect(deltas.every(([, head]) => encrypted(head) && keyIdOf(head) === 'k1')).toBe(true);
+
+    const { result, fingerprint } = await restoreAndFingerprint(store(), at(), 'mixed', [
+      '--encryption-key-file',
+      keys,
+    ]);
+    expect(result.deltas.length).toBe(deltas.length);
+    expect(fingerprint).toEqual(source);
+
+    const keyless = await runProgram('etcd-restore', ['--store', store(), '--data-dir', at('keyless'), '--name', 'r0']);
+    expect(keyless.code).toBe(1);
+    expect(errors(keyless.stderr)).toMatch(/v2\/Incr-\S+ is encrypted with key "k1": give --encryption-key-file/);
+    expect(existsSync(at('keyless'))).toBe(false);
+  });
+
+  it('save encrypts a full snapshot; a copy re-encrypts every snapshot with a new key, which alone then reads them', async () => {
+    const saved = await runProgram('etcd-snapshot', [
+      ...['save', '--endpoints', cluster.endpoints[0], '--store', store(), '--encryption-key-file', keys],
+    ]);
+    expect(saved.code, saved.stderr).toBe(0);
+    const newest = [...(await heads(at('store')))].filter(([name]) => name.startsWith('Full-')).at(-1)!;
+    expect(keyIdOf(newest[1])).toBe('k1');
+
+    const copy = `file://${at('copy')}`;
+    const copied = await runProgram('etcd-copy-backups', [
+      ...['--from', store(), '--to', copy, '--source-encryption-key-file', keys],
+      ...['--encryption-key-file', at('keys-2'), '--output', 'json'],
+    ]);
+    expect(copied.code, copied.stderr).toBe(0);
+    expect(`${copied.stdout}${copied.stderr}`).not.toContain(k1);
+    const copies = await heads(at('copy'));
+    expect(copies.size).toBe((await heads(at('store'))).size);
+    expect([...copies.values()].every((head) => encrypted(head) && keyIdOf(head) === 'k2')).toBe(true);
+
+    const verified = await runProgram('etcd-copy-backups', [
+      ...['verify', '--store', copy, '--encryption-key-file', at('keys-2')],
+    ]);
+    expect(verified.code, verified.stdout + verified.stderr).toBe(0);
+    const oldKey = await runProgram('etcd-copy-backups', ['verify', '--store', copy, '--encryption-key-file', keys]);
+    expect(oldKey.code).toBe(1);
+    expect(errors(oldKey.stderr)).toMatch(/is encrypted with key "k2", which \S+keys does not hold/);
+
+    const { fingerprint } = await restoreAndFingerprint(copy, at(), 'copied', ['--encryption-key-file', at('keys-2')]);
+    expect(fingerprint).toEqual(source);
+  });
+
+  it('refuses a malformed key file with exit 2 before any work, naming the line and never the key', async () => {
+    const bad = at('bad-keys');
+    await writeFile(bad, `k1 ${k1}\nk3 ${k2.slice(2)}\n`);
+    const before = await readdir(join(at('store'), 'v2'));
+    const res = await runProgram('etcd-snapshot', [
+      ...['save', '--endpoints', cluster.endpoints[0], '--store', store(), '--encryption-key-file', bad],
+    ]);
+    expect(res.code).toBe(2);
+    expect(errors(res.stderr)).toMatch(/bad-keys line 2: key "k3" is not 32 bytes/);
+    expect(res.stderr).not.toContain(k2.slice(2));
+    expect(await readdir(join(at('store'), 'v2'))).toEqual(before);
+    const missing = await runProgram('etcd-gc', ['--store', store(), '--encryption-key-file', at('nope')]);
+    expect(missing.code).toBe(2);
+    expect(errors(missing.stderr)).toMatch(/cannot read the encryption key file \S+nope/);
+    expect(await readFile(bad, 'utf8')).toContain('k3');
+  });
+});
