@@ -76,7 +76,9 @@ export class ObjectCipher extends Transform {
   private seal(plain: Buffer, last: boolean): void {
     const cipher = createCipheriv('aes-256-gcm', this.dataKey, chunkNonce(this.noncePrefix, this.index++, last));
     cipher.setAAD(this.header);
-    this.push(Buffer.concat([cipher.update(plain), cipher.final(), cipher.getAuthTag()]));
+    this.push(cipher.update(plain));
+    cipher.final(); // GCM gives everything from update
+    this.push(cipher.getAuthTag());
   }
 }
 
