@@ -57,7 +57,7 @@ describe('client-side encryption through the programs (real etcd, processes)', (
     await cluster?.stop();
   });
 
-  it('a plain full snapshot, then the sidecar with a key: its deltas are encrypted and the mixed chain restores exactly, with the key only', async () => {
+  it('a plain full snapshot, then the sidecar with a key: its deltas are encrypted, the mixed chain restores exactly with the key only, and compacts into an encrypted full', async () => {
     const client = cluster.client();
     await writeWorkload(client, { keys: 2_000, valueSize: 100 });
     const saved = await runProgram('etcd-snapshot', ['save', '--endpoints', cluster.endpoints[0], '--store', store()]);
@@ -98,6 +98,14 @@ describe('client-side encryption through the programs (real etcd, processes)', (
     expect(keyless.code).toBe(1);
     expect(errors(keyless.stderr)).toMatch(/v2\/Incr-\S+ is encrypted with key "k1": give --encryption-key-file/);
     expect(existsSync(at('keyless'))).toBe(false);
+
+    // Compaction reads the mixed chain and stores the full snapshot it folds it into, encrypted.
+    const compacted = await runProgram('etcd-compact', [
+      ...['--store', store(), '--work-dir', at(), '--encryption-key-file', keys, '--output', 'json'],
+    ]);
+    expect(compacted.code, compacted.stderr).toBe(0);
+    const folded = [...(await heads(at('store')))].filter(([name]) => name.startsWith('Full-'));
+    expect(folded.map(([, head]) => encrypted(head) && keyIdOf(head))).toEqual([false, 'k1']);
   });
 
   it('save encrypts a full snapshot; a copy re-encrypts every snapshot with a new key, which alone then reads them', async () => {

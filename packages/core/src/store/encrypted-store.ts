@@ -1,4 +1,6 @@
-import { pipeline, type Readable } from 'node:stream';
+import { createReadStream } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { pipeline, type Readable, type Transform } from 'node:stream';
 import { ObjectCipher, ObjectDecipher } from '../format/encryption.js';
 import type { KeyRing } from '../format/encryption-keys.js';
 import { parseSnapshotName } from '../format/snapshot-name.js';
@@ -19,28 +21,45 @@ export const METADATA_ENCRYPTION_KEY_ID = 'encryption-key-id';
  */
 export class EncryptedStore implements SnapStore {
   readonly location: string;
-  putFile?: SnapStore['putFile'];
 
   constructor(
     private readonly inner: SnapStore,
     private readonly keys: KeyRing | undefined,
   ) {
     this.location = inner.location;
-    // A file to encrypt is read through put; a plain one may still be moved into place.
-    if (!keys && inner.putFile) this.putFile = inner.putFile.bind(inner);
+  }
+
+  sealer(): Transform | undefined {
+    return this.keys && new ObjectCipher(this.keys.current);
   }
 
   async put(name: string, body: Readable, options: PutOptions = {}): Promise<void> {
-    if (!this.keys || !parseSnapshotName(name)) return this.inner.put(name, body, options);
-    const key = this.keys.current;
-    const sealed = pipeline(body, new ObjectCipher(key), () => {});
-    const metadata = { ...options.metadata, [METADATA_ENCRYPTION_KEY_ID]: key.id };
+    const { sealed, ...rest } = options;
+    if (!this.keys || !parseSnapshotName(name)) return this.inner.put(name, body, rest);
+    if (sealed) return this.inner.put(name, body, this.withKeyId(rest));
+    const stream = pipeline(body, new ObjectCipher(this.keys.current), () => {});
     try {
-      await this.inner.put(name, sealed, { ...options, metadata });
+      await this.inner.put(name, stream, this.withKeyId(rest));
     } catch (err) {
-      sealed.destroy();
+      stream.destroy();
       throw err;
     }
+  }
+
+  /** A file to encrypt is read through put; a plain or sealed one may still be moved into place. */
+  async putFile(name: string, path: string, options: PutOptions = {}): Promise<void> {
+    const { sealed, ...rest } = options;
+    const encrypt = this.keys !== undefined && parseSnapshotName(name) !== undefined;
+    if (this.inner.putFile && (!encrypt || sealed)) {
+      return this.inner.putFile(name, path, encrypt ? this.withKeyId(rest) : rest);
+    }
+    await this.put(name, createReadStream(path), options);
+    await rm(path, { force: true });
+  }
+
+  private withKeyId(options: PutOptions): PutOptions {
+    const id = (this.keys as KeyRing).current.id;
+    return { ...options, metadata: { ...options.metadata, [METADATA_ENCRYPTION_KEY_ID]: id } };
   }
 
   async get(name: string, options: GetOptions = {}): Promise<Readable> {
