@@ -108,7 +108,7 @@ describe('client-side encryption through the programs (real etcd, processes)', (
     expect(folded.map(([, head]) => encrypted(head) && keyIdOf(head))).toEqual([false, 'k1']);
   });
 
-  it('save encrypts a full snapshot; a copy re-encrypts every snapshot with a new key, which alone then reads them', async () => {
+  it('save encrypts a full snapshot; a copy re-encrypts every snapshot with a new key, which alone then reads them; list and gc need none', async () => {
     const saved = await runProgram('etcd-snapshot', [
       ...['save', '--endpoints', cluster.endpoints[0], '--store', store(), '--encryption-key-file', keys],
     ]);
@@ -137,6 +137,16 @@ describe('client-side encryption through the programs (real etcd, processes)', (
 
     const { fingerprint } = await restoreAndFingerprint(copy, at(), 'copied', ['--encryption-key-file', at('keys-2')]);
     expect(fingerprint).toEqual(source);
+
+    // list and gc need no key: gc keeps the newest full it cannot verify, and deletes what the rule does not keep.
+    const listed = await runProgram('etcd-snapshot', ['list', '--store', copy, '--output', 'json']);
+    expect(JSON.parse(listed.stdout)).toHaveLength(copies.size);
+    const gc = await runProgram('etcd-gc', ['--store', copy, '--keep-last', '1', '--lock-settle', '1s']);
+    expect(gc.code, gc.stderr).toBe(0);
+    expect(gc.stderr).toMatch(/Full-\S+ is kept unverified: .* is encrypted with key/);
+    const kept = [...(await heads(at('copy'))).keys()];
+    expect(kept).toContain(newest[0]);
+    expect(kept.length).toBeLessThan(copies.size);
   });
 
   it('refuses a malformed key file with exit 2 before any work, naming the line and never the key', async () => {
