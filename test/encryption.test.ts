@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { open, readdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ENCRYPTION_MAGIC, type KeyspaceFingerprint } from '@etcd-steward/core';
+import { ENCRYPTION_MAGIC, freePort, type KeyspaceFingerprint } from '@etcd-steward/core';
 import { startCluster, type TestCluster, writeWorkload } from '@etcd-steward/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { restoreAndFingerprint } from './restore-program.js';
@@ -147,6 +147,22 @@ describe('client-side encryption through the programs (real etcd, processes)', (
     const kept = [...(await heads(at('copy'))).keys()];
     expect(kept).toContain(newest[0]);
     expect(kept.length).toBeLessThan(copies.size);
+  });
+
+  it('etcd-validate bootstrap restores an empty data dir from the encrypted store with the key', async () => {
+    const peer = `http://127.0.0.1:${await freePort()}`;
+    const dataDir = at('bootstrap', 'data');
+    await mkdir(dataDir, { recursive: true });
+    const res = await runProgram(
+      'etcd-validate',
+      [
+        ...['bootstrap', '--data-dir', dataDir, '--store', store(), '--encryption-key-file', keys, '--output', 'json'],
+        ...['--name', 'm0', '--initial-cluster', `m0=${peer}`, '--initial-advertise-peer-urls', peer],
+      ],
+      { POD_NAMESPACE: '' },
+    );
+    expect(res.code, res.stderr).toBe(0);
+    expect(JSON.parse(res.stdout)).toMatchObject({ action: 'restore', restored: { revision: source.revision } });
   });
 
   it('refuses a malformed key file with exit 2 before any work, naming the line and never the key', async () => {
