@@ -1,11 +1,12 @@
 // The demo README points to: a throwaway etcd and a local-directory store; a full snapshot, the sidecar
-// writing delta snapshots while writes go on, the chain compacted into one new full snapshot, a preview of
+// writing delta snapshots (encrypted with a key of our own) while writes go on, the chain compacted into one new full snapshot, a preview of
 // garbage collection, the store checked, then break the data dir (etcd-validate: restore needed), restore from it
 // (etcd-validate: valid), verify.
 // Runs the real programs as a user would. Run through scripts/demo, which sets up and builds first.
 import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createEtcdClient, EtcdProcess, findEtcdBinaries, freePort, keyspaceFingerprint } from '@etcd-steward/core';
@@ -35,10 +36,16 @@ try {
   step('a full snapshot into a local-directory store');
   program('etcd-snapshot', ['save', '--endpoints', cluster.endpoints[0], '--store', store]);
 
-  step('the sidecar (etcd-snapshot run) writes delta snapshots while 5,000 more keys are written');
+  step('a key file: from now on snapshots are encrypted before they are stored (docs/encryption.md)');
+  const keys = join(work, 'keys');
+  await writeFile(keys, `demo-1 ${randomBytes(32).toString('hex')}\n`, { mode: 0o400 });
+  const key = ['--encryption-key-file', keys];
+  console.log(`$ echo "demo-1 $(openssl rand -hex 32)" > ${keys}`);
+
+  step('the sidecar (etcd-snapshot run) writes encrypted delta snapshots while 5,000 more keys are written');
   const sidecarArgs = [
     'run',
-    ...['--endpoints', cluster.endpoints[0], '--store', store, '--delta-snapshot-period', '1s'],
+    ...['--endpoints', cluster.endpoints[0], '--store', store, '--delta-snapshot-period', '1s', ...key],
     ...['--spool-dir', join(work, 'spool'), '--server-host', '127.0.0.1', '--server-port', String(await freePort())],
   ];
   console.log(`$ etcd-snapshot ${sidecarArgs.join(' ')} &`);
@@ -52,13 +59,13 @@ try {
   program('etcd-snapshot', ['list', '--store', store]);
 
   step('folding the full snapshot and the deltas into one new full snapshot (the CronJob etcd-compact)');
-  program('etcd-compact', ['--store', store, '--work-dir', work]);
+  program('etcd-compact', ['--store', store, '--work-dir', work, ...key]);
 
-  step('what retention would delete (etcd-gc --dry-run): nothing of the newest restorable chain');
+  step('what retention would delete (etcd-gc --dry-run, which needs no key): nothing of the newest restorable chain');
   program('etcd-gc', ['--store', store, '--keep-last', '1', '--dry-run']);
 
   step('checking the store: every snapshot read and checked, the chain continuous to the newest revision');
-  program('etcd-copy-backups', ['verify', '--store', store]);
+  program('etcd-copy-backups', ['verify', '--store', store, ...key]);
 
   step('breaking etcd: stop it and delete its data dir');
   const member = cluster.members[0];
@@ -69,7 +76,7 @@ try {
 
   step('restoring the data dir from the store: the compacted full snapshot, no deltas to replay');
   console.log('(verified without etcd: the sha256 it prints is read from the db file; compare it with the one above)');
-  program('etcd-restore', ['--store', store, '--data-dir', member.dataDir, '--name', member.name]);
+  program('etcd-restore', ['--store', store, '--data-dir', member.dataDir, '--name', member.name, ...key]);
   program('etcd-validate', ['check', '--data-dir', member.dataDir, '--store', store, '--mode', 'full']);
 
   step('starting etcd on the restored data dir and comparing keyspaces');

@@ -102,6 +102,7 @@ await programArgs('etcd-compact')
           maxFetchers,
           lockTtlMs: parseDuration(args['lock-ttl'], 'lock-ttl'),
           lockSettleMs: parseDuration(args['lock-settle'], 'lock-settle'),
+          encryptionKeyFile: args['encryption-key-file'],
         };
         if (settings.lockTtlMs < 30_000) throw new UsageError('--lock-ttl must be at least 30s');
         await checkLocalStore(args.store);

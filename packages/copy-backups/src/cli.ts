@@ -111,6 +111,8 @@ await programArgs('etcd-copy-backups', argv)
           from: args.from as string,
           to: args.to as string,
           maxParallel: args['max-parallel'],
+          encryptionKeyFile: args['encryption-key-file'],
+          sourceEncryptionKeyFile: args['source-encryption-key-file'],
           ...filters(args),
         };
         const timeoutMs = parseDuration(args['wait-for-final-snapshot-timeout'], 'wait-for-final-snapshot-timeout');
@@ -188,7 +190,13 @@ await programArgs('etcd-copy-backups', argv)
     (args) =>
       runProgram(args.output, async ({ logger, signal, output }) => {
         await checkLocalStore(args.store);
-        const report = await verifyStore({ store: args.store, maxParallel: args['max-parallel'], logger, signal });
+        const report = await verifyStore({
+          store: args.store,
+          maxParallel: args['max-parallel'],
+          encryptionKeyFile: args['encryption-key-file'],
+          logger,
+          signal,
+        });
         process.stdout.write(output === 'json' ? `${JSON.stringify(report)}\n` : formatVerifyReport(report));
         return report.exitCode;
       }),

@@ -68,7 +68,7 @@ await programArgs('etcd-gc')
         const attempts = whole('delete-attempts');
         const lockTtlMs = parseDuration(args['lock-ttl'], 'lock-ttl');
         if (lockTtlMs < 30_000) throw new UsageError('--lock-ttl must be at least 30s');
-        const store = await openStore(args.store);
+        const store = await openStore(args.store, { encryptionKeyFile: args['encryption-key-file'] });
         try {
           const report = await pruneStore(store, {
             policy,

@@ -92,11 +92,20 @@ await programArgs('etcd-restore')
         await checkLocalStore(args.store);
         await checkLocalDir(settings.dataDir, '--data-dir');
         if (args['dry-run']) {
-          const { plan } = await checkAndPlan({ ...settings, store: args.store, signal }, true);
+          const { plan } = await checkAndPlan(
+            { ...settings, store: args.store, encryptionKeyFile: args['encryption-key-file'], signal },
+            true,
+          );
           process.stdout.write(output === 'json' ? `${JSON.stringify(describePlan(plan))}\n` : formatPlan(plan));
           return;
         }
-        const result = await restore({ ...settings, store: args.store, logger, signal });
+        const result = await restore({
+          ...settings,
+          store: args.store,
+          encryptionKeyFile: args['encryption-key-file'],
+          logger,
+          signal,
+        });
         process.stdout.write(output === 'json' ? `${JSON.stringify(result)}\n` : formatSummary(result));
       }),
   )

@@ -38,7 +38,7 @@ await programArgs('etcd-snapshot')
         const conn = await etcdConnection(args);
         await checkLocalStore(args.store);
         await checkLocalDir(args['temp-dir'], '--temp-dir', { mustExist: true });
-        const store = await openStore(args.store);
+        const store = await openStore(args.store, { encryptionKeyFile: args['encryption-key-file'] });
         const saved = await takeFullSnapshot({
           connection: conn,
           store,

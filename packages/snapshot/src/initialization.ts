@@ -25,7 +25,12 @@ export type Initializer = (mode: ValidationMode, failBelowRevision?: number) => 
  */
 export const bootstrapInitializer =
   (
-    options: { initialization?: { dataDir: string; member: MemberConfig }; store: string; connection: EtcdConnection },
+    options: {
+      initialization?: { dataDir: string; member: MemberConfig };
+      store: string;
+      encryptionKeyFile?: string;
+      connection: EtcdConnection;
+    },
     logger: Logger,
   ): Initializer =>
   async (mode, failBelowRevision) => {
@@ -46,6 +51,7 @@ export const bootstrapInitializer =
     const result = await bootstrap({
       ...options.initialization,
       store: options.store,
+      encryptionKeyFile: options.encryptionKeyFile,
       mode,
       failBelowRevision,
       namespace: process.env.POD_NAMESPACE,

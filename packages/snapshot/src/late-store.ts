@@ -19,16 +19,20 @@ import {
  * which opens the real one when it first answers. A misconfigured store (bad URL or options, unknown bucket,
  * refused credentials, unknown host) still stops the program (exit 2).
  */
-export async function openSidecarStore(url: string, logger: Logger): Promise<SnapStore> {
+export async function openSidecarStore(
+  url: string,
+  logger: Logger,
+  options: { encryptionKeyFile?: string } = {},
+): Promise<SnapStore> {
   try {
-    return await openStore(url);
+    return await openStore(url, options);
   } catch (err) {
     if (!isOutage(err)) throw err;
     logger.warn('the store is unreachable at start; the sidecar runs and uses it once it answers', {
       store: redact(parseStoreUrl(url).url),
       reason: errorMessage(err),
     });
-    return new LateStore(url);
+    return new LateStore(url, options);
   }
 }
 
@@ -44,7 +48,10 @@ export class LateStore implements SnapStore {
   readonly location: string;
   private opened?: Promise<SnapStore>;
 
-  constructor(private readonly url: string) {
+  constructor(
+    private readonly url: string,
+    private readonly options: { encryptionKeyFile?: string } = {},
+  ) {
     this.location = redact(parseStoreUrl(url).url);
   }
 
@@ -83,7 +90,7 @@ export class LateStore implements SnapStore {
 
   /** The real store, opened now if it was not yet. */
   store(): Promise<SnapStore> {
-    this.opened ??= openStore(this.url).catch((err) => {
+    this.opened ??= openStore(this.url, this.options).catch((err) => {
       this.opened = undefined;
       throw new OperationError(`${this.location}: the store is unreachable (${errorMessage(err)})`, { cause: err });
     });

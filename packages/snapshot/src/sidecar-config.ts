@@ -38,6 +38,8 @@ export interface SidecarConfig {
   /** This sidecar's own etcd member: the first of --endpoints. */
   connection: EtcdConnection;
   storeUrl: string;
+  /** Snapshots are encrypted with this file's first key, and read with any (docs/encryption.md). */
+  encryptionKeyFile?: string;
   /** The prefix inside the bucket, as ebr's JSON shows it. */
   storePrefix: string;
   compression: CompressionPolicy;
@@ -268,6 +270,7 @@ export function sidecarOptions<T>(y: Argv<T>) {
 export interface SidecarArgs extends EtcdArgs, MemberArgs, RetentionArgs {
   'garbage-collection-period': string;
   store: string;
+  'encryption-key-file'?: string;
   'data-dir'?: string;
   compression: CompressionPolicy;
   schedule: string;
@@ -330,6 +333,7 @@ export async function sidecarConfig(args: SidecarArgs): Promise<SidecarConfig> {
   return {
     connection,
     storeUrl: args.store,
+    encryptionKeyFile: args['encryption-key-file'],
     storePrefix: location.prefix,
     compression: args.compression,
     schedule: new FullSchedule(args.schedule),

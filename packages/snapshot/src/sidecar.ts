@@ -31,7 +31,7 @@ export async function runSidecar(config: SidecarConfig, { logger, signal }: { lo
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const context: ComponentContext = { registry, logger };
-  const store = await openSidecarStore(config.storeUrl, logger);
+  const store = await openSidecarStore(config.storeUrl, logger, { encryptionKeyFile: config.encryptionKeyFile });
   const spool = await Spool.open(config.spoolDir, config.spoolMaxBytes);
   await clearScratchDir(config.tempDir);
 

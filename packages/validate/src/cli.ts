@@ -131,6 +131,7 @@ await programArgs('etcd-validate')
             args.endpoints === undefined ? undefined : await etcdConnection({ ...args, endpoints: args.endpoints }),
           dryRun: args['dry-run'],
           etcdBinDir: args['etcd-bin-dir'],
+          encryptionKeyFile: args['encryption-key-file'],
           logger,
           signal,
         });

@@ -19,7 +19,7 @@ export interface FullSnapshotOptions {
   /** Status and the snapshot itself streams over its own HTTP/2 connection (snapshot-stream.ts). */
   connection: EtcdConnection;
   /** Where the snapshot goes: a store, or anything that takes it the way a store does (the sidecar's spool). */
-  store: Pick<SnapStore, 'location' | 'put' | 'putFile' | 'stat'>;
+  store: Pick<SnapStore, 'location' | 'put' | 'putFile' | 'stat' | 'sealer'>;
   compression: CompressionPolicy;
   /** Where the compressed snapshot waits while its name (which holds its revision) is not yet known. */
   tempDir: string;
@@ -59,7 +59,10 @@ export async function takeFullSnapshot(options: FullSnapshotOptions): Promise<Sa
   try {
     const temp = join(workDir, 'snapshot');
     const check = new FullSnapshotCheck('the snapshot etcd sent');
-    const stored = new StoredDigest();
+    const sealer = options.store.sealer?.();
+    // An encrypted snapshot's tags authenticate every stored byte; a sha256 of them too would cost this pass as
+    // much CPU again as the encryption (docs/encryption.md §1).
+    const stored = new StoredDigest(!sealer);
     await pipeline(
       openSnapshotStream(options.connection, { endpoint, token, signal: options.signal }),
       boundedMemory(),
@@ -67,6 +70,8 @@ export async function takeFullSnapshot(options: FullSnapshotOptions): Promise<Sa
       check,
       compressor(options.compression, { parallel: true }),
       stored,
+      // Encrypted on this pass when the store encrypts: reading the file again to encrypt it would add a pass.
+      ...(sealer ? [sealer] : []),
       createWriteStream(temp),
       { signal: options.signal },
     );
@@ -81,8 +86,9 @@ export async function takeFullSnapshot(options: FullSnapshotOptions): Promise<Sa
     });
     const put = {
       signal: options.signal,
+      sealed: sealer !== undefined,
       metadata: {
-        [METADATA_SHA256]: stored.sha256(),
+        ...(sealer ? {} : { [METADATA_SHA256]: stored.sha256() }),
         [METADATA_ETCD_VERSION]: status.version,
         [METADATA_DB_SIZE]: String(facts.size),
       },

@@ -25,6 +25,8 @@ export interface BootstrapOptions {
   /** Decide and say what would be done; touch nothing (not even safe_guard). */
   dryRun?: boolean;
   etcdBinDir?: string;
+  /** Keys that decrypt encrypted snapshots for a restore (docs/encryption.md). */
+  encryptionKeyFile?: string;
   logger?: Logger;
   signal?: AbortSignal;
 }
@@ -175,6 +177,7 @@ async function restoreInPlace(
         dataDir,
         member,
         etcdBinDir: options.etcdBinDir,
+        encryptionKeyFile: options.encryptionKeyFile,
         logger,
         signal: options.signal,
       });

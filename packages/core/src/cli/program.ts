@@ -4,6 +4,7 @@ import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { errorMessage, StewardError, UsageError } from '../common/errors.js';
 import { createLogger, type Logger } from '../common/logger.js';
+import { readKeyFile } from '../format/encryption-keys.js';
 import { storeUrlFromProviderFlags } from '../store/provider-flags.js';
 import { resolveFlags } from './flag-sources.js';
 
@@ -62,9 +63,24 @@ export function storeOption<T, Required extends boolean = true>(y: Argv<T>, opti
         describe: 'With --storage-provider: bucket, container or directory',
       })
       .option('store-prefix', { type: 'string', describe: 'With --storage-provider: prefix inside the container' })
+      .option('encryption-key-file', {
+        type: 'string',
+        describe:
+          'File of keys ("<key id> <key>" a line, docs/encryption.md): snapshots written are encrypted with the first, those read decrypted with any; without it nothing is encrypted',
+      })
       // ebr's flags become a --store URL before validation, so existing manifests keep working.
       .middleware(providerFlagsMiddleware('store', ''), true)
+      .check(keyFilesReadable)
   );
+}
+
+/** Key files are read before any work, so a missing or malformed one is a usage error (exit 2), never a late failure. */
+function keyFilesReadable(argv: Record<string, unknown>): true {
+  for (const flag of ['encryption-key-file', 'source-encryption-key-file']) {
+    const path = argv[flag];
+    if (typeof path === 'string') readKeyFile(path);
+  }
+  return true;
 }
 
 /**
@@ -83,7 +99,17 @@ export function storePairOptions<T>(y: Argv<T>) {
     .option('storage-provider', { type: 'string', describe: "ebr's way to name the destination, instead of --to" })
     .option('store-container', { type: 'string', describe: 'With --storage-provider' })
     .option('store-prefix', { type: 'string', describe: 'With --storage-provider' })
+    .option('encryption-key-file', {
+      type: 'string',
+      describe:
+        'File of keys (docs/encryption.md): the destination is encrypted with the first; the source is decrypted with any, unless --source-encryption-key-file is given',
+    })
+    .option('source-encryption-key-file', {
+      type: 'string',
+      describe: 'File of keys that decrypt the source (default: --encryption-key-file); copying re-encrypts',
+    })
     .middleware(providerFlagsMiddleware('from', 'source-'), true)
+    .check(keyFilesReadable)
     .middleware(providerFlagsMiddleware('to', ''), true)
     .check((argv) => {
       for (const flag of ['from', 'to']) {

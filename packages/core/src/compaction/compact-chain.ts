@@ -40,6 +40,8 @@ export interface CompactOptions {
   lockSettleMs?: number;
   etcdBinDir?: string;
   maxFetchers?: number;
+  /** Keys that decrypt the chain and encrypt the new full snapshot (docs/encryption.md). */
+  encryptionKeyFile?: string;
   logger?: Logger;
   signal?: AbortSignal;
 }
@@ -74,10 +76,10 @@ const STOP_GRACE_MS = 30_000;
  * etcd binaries) are usage errors; the store is listed, nothing is created.
  */
 export async function checkCompaction(
-  options: Pick<CompactOptions, 'store' | 'etcdBinDir' | 'signal'>,
+  options: Pick<CompactOptions, 'store' | 'etcdBinDir' | 'encryptionKeyFile' | 'signal'>,
 ): Promise<{ binaries: EtcdBinaries; plan: CompactionPlan }> {
   const binaries = await findEtcdBinaries(options.etcdBinDir);
-  const store = await openStore(options.store);
+  const store = await openStore(options.store, { encryptionKeyFile: options.encryptionKeyFile });
   const plan = await planCompaction(store, { signal: options.signal }).finally(() => store.close?.());
   return { binaries, plan };
 }
@@ -103,7 +105,7 @@ export class NothingToFoldError extends OperationError {
 export async function compactChain(options: CompactOptions, binaries?: EtcdBinaries): Promise<CompactionResult> {
   const started = Date.now();
   const etcdBinaries = binaries ?? (await findEtcdBinaries(options.etcdBinDir));
-  const store = await openStore(options.store);
+  const store = await openStore(options.store, { encryptionKeyFile: options.encryptionKeyFile });
   try {
     (options.logger ?? silentLogger).info('taking the store lock', { lock: MAINTENANCE_LOCK, store: store.location });
     return await withStoreLock(
@@ -167,6 +169,7 @@ async function foldChain(
       verify: 'check',
       maxFetchers: options.maxFetchers,
       etcdBinDir: options.etcdBinDir,
+      encryptionKeyFile: options.encryptionKeyFile,
       logger,
       signal: options.signal,
     });

@@ -19,6 +19,10 @@ export interface CopyBackupsOptions extends BackupFilters {
   maxParallel: number;
   /** Before copying, wait for a final full snapshot in the source (its etcd was stopped), as ebr's flag. */
   waitForFinalSnapshot?: { timeoutMs: number; pollMs?: number };
+  /** Keys that encrypt what is written to `to` (its first) and decrypt `from`, unless `sourceEncryptionKeyFile`. */
+  encryptionKeyFile?: string;
+  /** Keys that decrypt `from`: with another file for `to`, a copy re-encrypts every snapshot. */
+  sourceEncryptionKeyFile?: string;
   logger?: Logger;
   signal?: AbortSignal;
 }
@@ -75,9 +79,12 @@ export async function copyBackups(options: CopyBackupsOptions): Promise<CopySumm
   checkCopySettings(options);
   const logger = options.logger ?? silentLogger;
   const started = Date.now();
-  const from = await openStore(options.from, { env: sourceCredentialsEnv() });
+  const from = await openStore(options.from, {
+    env: sourceCredentialsEnv(),
+    encryptionKeyFile: options.sourceEncryptionKeyFile ?? options.encryptionKeyFile,
+  });
   try {
-    const to = await openStore(options.to);
+    const to = await openStore(options.to, { encryptionKeyFile: options.encryptionKeyFile });
     try {
       const finalSnapshot = options.waitForFinalSnapshot
         ? await waitForFinalSnapshot(from, options.waitForFinalSnapshot, logger, options.signal)

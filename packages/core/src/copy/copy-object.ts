@@ -1,6 +1,7 @@
 import { pipeline, Transform } from 'node:stream';
 import type { CatalogEntry } from '../backup/snapshot-catalog.js';
 import { METADATA_DB_SIZE, METADATA_ETCD_VERSION } from '../backup/take-full-snapshot.js';
+import { wasDecrypted } from '../store/encrypted-store.js';
 import { checkMetadata } from '../store/metadata.js';
 import type { SnapStore } from '../store/snapstore.js';
 import { METADATA_SHA256 } from '../store/stored-digest.js';
@@ -41,7 +42,10 @@ export async function copyObject(
   options: { signal?: AbortSignal; onBytes?: (bytes: number) => void } = {},
 ): Promise<CheckedObject> {
   const metadata = await objectMetadata(from, entry);
-  const check = checkObject(entry, metadata, `${from.location}/${entry.name}`);
+  const source = await from.get(entry.name);
+  const check = checkObject(entry, metadata, `${from.location}/${entry.name}`, {
+    decrypted: () => wasDecrypted(source),
+  });
   const counter = new Transform({
     transform(chunk: Buffer, _enc, done) {
       options.onBytes?.(chunk.length);
@@ -49,7 +53,7 @@ export async function copyObject(
     },
   });
   // An error anywhere destroys every stage, the body the put reads included, so the put fails and lands nothing.
-  const body = pipeline(await from.get(entry.name), counter, new VerifiedBody(check), () => {});
+  const body = pipeline(source, counter, new VerifiedBody(check), () => {});
   try {
     await to.put(entry.name, body, { metadata, signal: options.signal });
   } catch (err) {

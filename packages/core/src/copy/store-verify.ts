@@ -4,6 +4,7 @@ import { planChains } from '../backup/snapshot-chain.js';
 import { IntegrityError, UsageError } from '../common/errors.js';
 import { type Logger, silentLogger } from '../common/logger.js';
 import { prefetchInOrder } from '../common/ordered-prefetch.js';
+import { wasDecrypted } from '../store/encrypted-store.js';
 import { openStore } from '../store/location.js';
 import type { SnapStore } from '../store/snapstore.js';
 import type { DamagedObject } from './copy-backups.js';
@@ -22,6 +23,8 @@ export const VERIFY_EXIT_CODES = {
 export interface VerifyOptions {
   store: string;
   maxParallel: number;
+  /** Keys that decrypt encrypted snapshots (docs/encryption.md). */
+  encryptionKeyFile?: string;
   logger?: Logger;
   signal?: AbortSignal;
 }
@@ -50,7 +53,7 @@ export async function verifyStore(options: VerifyOptions): Promise<StoreVerifyRe
     throw new UsageError(`--max-parallel ${options.maxParallel}: give a whole number of objects, 1 or more`);
   }
   const logger = options.logger ?? silentLogger;
-  const store = await openStore(options.store);
+  const store = await openStore(options.store, { encryptionKeyFile: options.encryptionKeyFile });
   try {
     const entries = await listSnapshots(store);
     const progress = new CopyProgress(
@@ -103,10 +106,12 @@ export async function verifyStore(options: VerifyOptions): Promise<StoreVerifyRe
 }
 
 async function readAndCheck(store: SnapStore, entry: CatalogEntry, progress: CopyProgress): Promise<CheckedObject> {
-  const check = checkObject(entry, await objectMetadata(store, entry), `${store.location}/${entry.name}`, {
-    revision: true,
-  });
+  const metadata = await objectMetadata(store, entry);
   const source = await store.get(entry.name);
+  const check = checkObject(entry, metadata, `${store.location}/${entry.name}`, {
+    revision: true,
+    decrypted: () => wasDecrypted(source),
+  });
   source.on('data', (chunk: Buffer) => progress.addBytes(chunk.length));
   pipeline(source, check.input, (err) => {
     if (err) check.input.destroy(err);

@@ -1,6 +1,6 @@
 /**
  * The snapshot formats of the store (docs/concepts.md): object names, full snapshots and their sha256 trailer,
- * deltas and their revisions, event times, compression (zstd, gzip, zlib, lzw) and its limits.
+ * deltas and their revisions, event times, client-side encryption, compression (zstd, gzip, zlib, lzw) and its limits.
  * May use: common/, bbolt/.
  */
 export * from './compression.js';
@@ -8,6 +8,8 @@ export * from './decompressed-limit.js';
 export * from './delta-format.js';
 export * from './delta-revisions.js';
 export * from './delta-trailer-check.js';
+export * from './encryption.js';
+export * from './encryption-keys.js';
 export * from './event-time.js';
 export * from './full-snapshot-check.js';
 export * from './lzw-decoder.js';

@@ -28,7 +28,7 @@ process.on('message', (m: { type: string; request?: IsolatedReplayRequest }) => 
 async function run(request: IsolatedReplayRequest): Promise<void> {
   let outcome: ChildMessage;
   try {
-    const store = await openStore(request.storeUrl);
+    const store = await openStore(request.storeUrl, { encryptionKeyFile: request.encryptionKeyFile });
     const result: ChainReplayResult = await replayChain({
       store,
       chain: request.chain,

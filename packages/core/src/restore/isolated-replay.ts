@@ -13,6 +13,8 @@ import type { ReplayMethod } from './replay-method.js';
 /** Everything the replay needs, as plain data: it crosses into the replay process. */
 export interface IsolatedReplayRequest {
   storeUrl: string;
+  /** The key file's path, never its keys: the replay process reads it itself. */
+  encryptionKeyFile?: string;
   chain: SnapshotChain;
   toRevision?: number;
   /** Scratch for the chain's files, and for the engine (its private etcd, if any). */

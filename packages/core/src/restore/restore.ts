@@ -30,6 +30,8 @@ export interface RestoreOptions extends RestoreRequest {
   /** How the result proves itself before it is swapped in (default `check`). */
   verify?: VerifyMethod;
   etcdBinDir?: string;
+  /** Keys that decrypt encrypted snapshots (docs/encryption.md). */
+  encryptionKeyFile?: string;
   logger?: Logger;
   signal?: AbortSignal;
 }
@@ -91,6 +93,7 @@ export async function restore(options: RestoreOptions): Promise<RestoreResult> {
         replayed = await replayInChild(
           {
             storeUrl: options.store,
+            encryptionKeyFile: options.encryptionKeyFile,
             chain,
             // the plan found the revision a time target reaches: the replay goes exactly there
             toRevision: options.toRevision ?? (plan.toTimeNanos !== undefined ? chain.lastRevision : undefined),
@@ -175,7 +178,7 @@ export async function checkAndPlan(
   const target = new DataDirTarget(options.dataDir);
   await target.check(options.force ?? false, { create: !dryRun });
   const binaries = await findEtcdBinaries(options.etcdBinDir);
-  const store = await openStore(options.store);
+  const store = await openStore(options.store, { encryptionKeyFile: options.encryptionKeyFile });
   const plan = await planRestore(store, options, { signal: options.signal }).finally(() => store.close?.());
   return { target, binaries, plan };
 }

@@ -3,6 +3,7 @@ import { type CatalogEntry, catalogStore } from '../backup/snapshot-catalog.js';
 import { MAINTENANCE_LOCK, withStoreLock } from '../backup/store-lock.js';
 import { errorMessage, OperationError } from '../common/errors.js';
 import { type Logger, silentLogger } from '../common/logger.js';
+import { EncryptionKeyError } from '../format/encryption.js';
 import { cleanupIncompleteUploads } from '../store/incomplete-uploads.js';
 import type { SnapStore } from '../store/snapstore.js';
 import { type DeleteOutcome, deleteObjects } from './delete-objects.js';
@@ -107,6 +108,11 @@ async function newestVerifiedFull(
       await fetchFullSnapshot(store, full, '/dev/null', { signal, logger });
       return full.name;
     } catch (err) {
+      // gc needs no key: an encrypted full it cannot open stays the chain's start, as it cannot be judged.
+      if (err instanceof EncryptionKeyError) {
+        logger.warn(`${full.name} is kept unverified: ${errorMessage(err)}`);
+        return full.name;
+      }
       if (!isUnusableFullSnapshot(err)) throw err;
       logger.warn(`${full.name} does not verify, so it cannot start the newest chain: ${errorMessage(err)}`);
     }

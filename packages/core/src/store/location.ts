@@ -1,4 +1,6 @@
 import { UsageError } from '../common/errors.js';
+import { readKeyFile } from '../format/encryption-keys.js';
+import { EncryptedStore } from './encrypted-store.js';
 import { openLocalStore } from './local.js';
 import { QueryOptions } from './query-options.js';
 import { DEFAULT_RETRY_POLICY, RetryingStore, type RetryPolicy } from './retry.js';
@@ -11,6 +13,8 @@ export interface OpenOptions {
   retry?: Partial<RetryPolicy>;
   /** Where the provider reads its credential variables (default: the process's environment). */
   env?: NodeJS.ProcessEnv;
+  /** `--encryption-key-file`: snapshots put are encrypted with its first key; without it, none is (docs/encryption.md). */
+  encryptionKeyFile?: string;
 }
 
 type StoreOpener = (location: StoreLocation, options: OpenOptions) => Promise<SnapStore>;
@@ -40,5 +44,6 @@ export async function openStore(raw: string, options: OpenOptions = {}): Promise
   const location = parseStoreUrl(raw);
   const opener = openers.get(location.scheme);
   if (!opener) throw new UsageError(`no provider for ${location.scheme}://`);
-  return opener(location, options);
+  const keys = options.encryptionKeyFile === undefined ? undefined : readKeyFile(options.encryptionKeyFile);
+  return new EncryptedStore(await opener(location, options), keys);
 }

@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream';
+import type { Readable, Transform } from 'node:stream';
 import { OperationError } from '../common/errors.js';
 
 /** One object in a store, as a listing or stat returns it. `name` is relative to the store prefix. */
@@ -24,6 +24,8 @@ export interface PutOptions {
    * send every such request through it and keep no retry logic of their own.
    */
   send?: RequestSender;
+  /** The body came through this store's `sealer()`: it is stored as it is. */
+  sealed?: boolean;
 }
 
 /** Runs `request`, perhaps more than once; `signal` ends the waiting between attempts. */
@@ -52,6 +54,11 @@ export interface SnapStore {
   put(name: string, body: Readable, options?: PutOptions): Promise<void>;
   /** Optional: stores a finished local file, which it consumes (the local store renames it when it can). */
   putFile?(name: string, path: string, options?: PutOptions): Promise<void>;
+  /**
+   * Optional: a stream that encrypts a snapshot as `put` would (encrypted-store.ts), for a writer that makes a
+   * file to store anyway, so that it encrypts on the same pass; undefined when the store does not encrypt.
+   */
+  sealer?(): Transform | undefined;
   /** Rejects with ObjectNotFoundError, before any byte is read, when there is no such object. */
   get(name: string, options?: GetOptions): Promise<Readable>;
   list(prefix?: string): Promise<StoredObject[]>;

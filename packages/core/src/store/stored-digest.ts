@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
 import { IntegrityError } from '../common/errors.js';
 import type { SnapStore } from './snapstore.js';
@@ -6,19 +6,25 @@ import type { SnapStore } from './snapstore.js';
 /** Object metadata key of the sha256 of an object's stored (compressed) bytes, recorded when we upload it. */
 export const METADATA_SHA256 = 'sha256';
 
-/** Meters an object's stored bytes as they stream past: their sha256 and size. */
+/** Meters an object's stored bytes as they stream past: their sha256 (unless `hashing` is false) and size. */
 export class StoredDigest extends Transform {
-  private readonly hash = createHash('sha256');
+  private readonly hash?: Hash;
   private digest?: string;
   size = 0;
 
+  constructor(hashing = true) {
+    super();
+    if (hashing) this.hash = createHash('sha256');
+  }
+
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    this.hash.update(chunk);
+    this.hash?.update(chunk);
     this.size += chunk.length;
     done(null, chunk);
   }
 
   sha256(): string {
+    if (!this.hash) throw new Error('StoredDigest: made without hashing');
     this.digest ??= this.hash.digest('hex');
     return this.digest;
   }

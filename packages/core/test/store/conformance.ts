@@ -3,7 +3,18 @@
  * test file starts its server and calls describeConformance with a way to open stores on it.
  */
 import { createHash } from 'node:crypto';
-import { type ObjectNotFoundError, type SnapStore, UsageError } from '@etcd-steward/core';
+import {
+  DEFAULT_CHUNK_SIZE,
+  ENCRYPTION_MAGIC,
+  EncryptedStore,
+  EncryptionKeyError,
+  IntegrityError,
+  type KeyRing,
+  type ObjectNotFoundError,
+  parseKeyFile,
+  type SnapStore,
+  UsageError,
+} from '@etcd-steward/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bodyOf, failingBody, randomData, readAll, stallingBody } from './streams.js';
 
@@ -193,6 +204,82 @@ export function describeConformance(provider: string, start: () => Promise<Confo
         await expect(store.put(reserved, bodyOf(Buffer.from('x')))).rejects.toThrow(/reserved/);
       }
       expect(await store.list()).toEqual([]);
+    });
+
+    describe('with client-side encryption (docs/encryption.md)', () => {
+      const name = 'v2/Full-00000000-00000009-1700000000.zst';
+      const keys = parseKeyFile(`old ${'11'.repeat(32)}\nnew ${'22'.repeat(32)}\n`, 'keys.txt');
+      const rotated = parseKeyFile(`new ${'22'.repeat(32)}\nold ${'11'.repeat(32)}\n`, 'rotated.txt');
+      const impostor = parseKeyFile(`old ${'33'.repeat(32)}\n`, 'impostor.txt');
+      /** The store as it is (plain bytes in and out), and the same store through a key ring. */
+      const pair = async () => {
+        const raw = (await fresh()) as EncryptedStore;
+        return { raw: raw.unwrap(), with: (ring?: KeyRing) => new EncryptedStore(raw.unwrap(), ring) };
+      };
+      /** Three chunks and a bit, so that chunks can be swapped and cut. */
+      const data = randomData(3 * DEFAULT_CHUNK_SIZE + 4321);
+      const sealed = async () => {
+        const p = await pair();
+        await p.with(keys).put(name, bodyOf(data), { metadata: { sha256: 'a'.repeat(64) } });
+        return { ...p, bytes: await readAll(await p.raw.get(name)) };
+      };
+
+      it('round-trips a snapshot that is stored encrypted, its key id recorded, and reads it with a rotated key file', async () => {
+        const { raw, with: through, bytes } = await sealed();
+        expect(bytes.subarray(0, 8)).toEqual(ENCRYPTION_MAGIC);
+        expect(bytes.indexOf(data.subarray(1000, 1064))).toBe(-1);
+        expect((await readAll(await through(keys).get(name))).equals(data)).toBe(true);
+        expect((await readAll(await through(rotated).get(name))).equals(data)).toBe(true);
+        expect((await raw.stat(name))?.metadata).toMatchObject({ 'encryption-key-id': 'old', sha256: 'a'.repeat(64) });
+        // A plain snapshot beside it (a mixed store) and the store lock (not a snapshot) read as they are.
+        const plain = 'v2/Incr-00000010-00000011-1700000001.zst';
+        await raw.put(plain, bodyOf(Buffer.from('plain delta')));
+        expect((await readAll(await through(keys).get(plain))).toString()).toBe('plain delta');
+        await through(keys).put('v2/etcd-steward.lock', bodyOf(Buffer.from('{}')));
+        expect((await readAll(await raw.get('v2/etcd-steward.lock'))).toString()).toBe('{}');
+      });
+
+      it('detects a flipped byte, a cut tail, swapped chunks and a wrong or missing key, naming the object', async () => {
+        const { raw, with: through, bytes } = await sealed();
+        const header = bytes.length - data.length - 4 * 16;
+        const chunk = DEFAULT_CHUNK_SIZE + 16;
+        const at = (i: number) => header + i * chunk;
+        const flipped = Buffer.from(bytes);
+        flipped[at(1) + 77] ^= 1;
+        const swapped = Buffer.concat([
+          bytes.subarray(0, at(0)),
+          bytes.subarray(at(1), at(2)),
+          bytes.subarray(at(0), at(1)),
+          bytes.subarray(at(2)),
+        ]);
+        const damaged: Array<[string, Buffer]> = [
+          ['a flipped byte', flipped],
+          ['a tail cut at a chunk boundary', bytes.subarray(0, at(3))],
+          ['a tail cut inside a chunk', bytes.subarray(0, bytes.length - 100)],
+          ['two chunks swapped', swapped],
+          ['a header cut short', bytes.subarray(0, 40)],
+        ];
+        for (const [what, body] of damaged) {
+          await raw.put(name, bodyOf(body));
+          const err = await readAll(await through(keys).get(name)).catch((e: unknown) => e);
+          expect(err, what).toBeInstanceOf(IntegrityError);
+          expect((err as Error).message, what).toContain(`${raw.location}/${name}`);
+        }
+        await raw.put(name, bodyOf(bytes));
+        for (const [ring, says] of [
+          [impostor, /does not open with key "old" of impostor.txt/],
+          [
+            parseKeyFile(`other ${'44'.repeat(32)}`, 'other.txt'),
+            /encrypted with key "old", which other.txt does not hold/,
+          ],
+          [undefined, /encrypted with key "old": give --encryption-key-file/],
+        ] as const) {
+          const err = await readAll(await through(ring).get(name)).catch((e: unknown) => e);
+          expect(err).toBeInstanceOf(EncryptionKeyError);
+          expect((err as Error).message).toMatch(says);
+          expect((err as Error).message).toContain(name);
+        }
+      });
     });
   });
 }

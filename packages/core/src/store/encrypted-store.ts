@@ -1,0 +1,98 @@
+import { createReadStream } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { pipeline, type Readable, type Transform } from 'node:stream';
+import { ObjectCipher, ObjectDecipher } from '../format/encryption.js';
+import type { KeyRing } from '../format/encryption-keys.js';
+import { parseSnapshotName } from '../format/snapshot-name.js';
+import type { GetOptions, PutOptions, SnapStore, StoredObject } from './snapstore.js';
+
+/** Object metadata key of the id of the key an object is encrypted with, for people and tools without the key. */
+export const METADATA_ENCRYPTION_KEY_ID = 'encryption-key-id';
+
+/**
+ * Client-side encryption as a wrapper around any store (docs/encryption.md), outside the retries so that a resumed
+ * download continues the stored bytes. With keys, snapshots are encrypted as they are put (after compression: the
+ * callers compress); other objects (the store lock) stay plain, so that gc and list need no key. Every get
+ * decrypts what is encrypted and passes the rest through, so a store of plain and encrypted snapshots reads as
+ * one; without keys, an encrypted object fails with an EncryptionKeyError that names it and its key id.
+ *
+ * What callers record and check (our sha256 of the stored bytes, sizes read back) is of the bytes they put and get:
+ * the compressed snapshot, before encryption.
+ */
+export class EncryptedStore implements SnapStore {
+  readonly location: string;
+
+  constructor(
+    private readonly inner: SnapStore,
+    private readonly keys: KeyRing | undefined,
+  ) {
+    this.location = inner.location;
+  }
+
+  sealer(): Transform | undefined {
+    return this.keys && new ObjectCipher(this.keys.current);
+  }
+
+  async put(name: string, body: Readable, options: PutOptions = {}): Promise<void> {
+    const { sealed, ...rest } = options;
+    if (!this.keys || !parseSnapshotName(name)) return this.inner.put(name, body, rest);
+    if (sealed) return this.inner.put(name, body, this.withKeyId(rest));
+    const stream = pipeline(body, new ObjectCipher(this.keys.current), () => {});
+    try {
+      await this.inner.put(name, stream, this.withKeyId(rest));
+    } catch (err) {
+      stream.destroy();
+      throw err;
+    }
+  }
+
+  /** A file to encrypt is read through put; a plain or sealed one may still be moved into place. */
+  async putFile(name: string, path: string, options: PutOptions = {}): Promise<void> {
+    const { sealed, ...rest } = options;
+    const encrypt = this.keys !== undefined && parseSnapshotName(name) !== undefined;
+    if (this.inner.putFile && (!encrypt || sealed)) {
+      return this.inner.putFile(name, path, encrypt ? this.withKeyId(rest) : rest);
+    }
+    await this.put(name, createReadStream(path), options);
+    await rm(path, { force: true });
+  }
+
+  private withKeyId(options: PutOptions): PutOptions {
+    const id = (this.keys as KeyRing).current.id;
+    return { ...options, metadata: { ...options.metadata, [METADATA_ENCRYPTION_KEY_ID]: id } };
+  }
+
+  async get(name: string, options: GetOptions = {}): Promise<Readable> {
+    // A read from an offset resumes a download of the stored bytes, so it gives them as stored; no program reads
+    // part of a snapshot otherwise.
+    if (options.offset) return this.inner.get(name, options);
+    const raw = await this.inner.get(name);
+    return pipeline(raw, new ObjectDecipher(this.keys, `${this.location}/${name}`), () => {});
+  }
+
+  list(prefix?: string): Promise<StoredObject[]> {
+    return this.inner.list(prefix);
+  }
+
+  stat(name: string): Promise<StoredObject | undefined> {
+    return this.inner.stat(name);
+  }
+
+  delete(name: string): Promise<void> {
+    return this.inner.delete(name);
+  }
+
+  /** The store this one wraps, for provider-specific operations. */
+  unwrap(): SnapStore {
+    return this.inner;
+  }
+
+  async close(): Promise<void> {
+    await this.inner.close?.();
+  }
+}
+
+/** Whether a stream a store's get returned was decrypted: its length then differs from the listed size. */
+export function wasDecrypted(body: Readable): boolean {
+  return body instanceof ObjectDecipher && body.encrypted;
+}

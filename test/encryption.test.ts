@@ -1,0 +1,184 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, open, readdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ENCRYPTION_MAGIC, freePort, type KeyspaceFingerprint } from '@etcd-steward/core';
+import { startCluster, type TestCluster, writeWorkload } from '@etcd-steward/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { restoreAndFingerprint } from './restore-program.js';
+import { runProgram } from './run-program.js';
+import { firstDelta, keyspaceOnceStored, type SidecarProcess, startSidecar, startWriter } from './sidecar-helpers.js';
+import { tempDir } from './temp-dir.js';
+
+/** The first bytes of each snapshot of a file:// store, by name. */
+async function heads(storeDir: string): Promise<Map<string, Buffer>> {
+  const found = new Map<string, Buffer>();
+  for (const name of (await readdir(join(storeDir, 'v2'))).sort()) {
+    const file = await open(join(storeDir, 'v2', name));
+    try {
+      const head = Buffer.alloc(16);
+      await file.read(head, 0, 16, 0);
+      found.set(name, head);
+    } finally {
+      await file.close();
+    }
+  }
+  return found;
+}
+
+/** The messages of a program's error log lines (JSON lines: stderr is not a terminal). */
+const errors = (stderr: string) =>
+  stderr
+    .split('\n')
+    .filter((line) => line.includes('"level":"error"'))
+    .map((line) => JSON.parse(line).msg as string)
+    .join('\n');
+
+const encrypted = (head: Buffer) => head.subarray(0, 8).equals(ENCRYPTION_MAGIC);
+/** The key id an encrypted object's header names (docs/encryption.md §1). */
+const keyIdOf = (head: Buffer) => head.subarray(10, 10 + head[9]).toString('utf8');
+
+describe('client-side encryption through the programs (real etcd, processes)', () => {
+  const at = tempDir('encryption-');
+  const k1 = randomBytes(32).toString('hex');
+  const k2 = randomBytes(32).toString('hex');
+  let cluster: TestCluster;
+  let source: KeyspaceFingerprint;
+  let keys: string;
+  const store = () => `file://${at('store')}`;
+
+  beforeAll(async () => {
+    cluster = await startCluster();
+    keys = at('keys');
+    await writeFile(keys, `# rotated: k1 encrypts\nk1 ${k1}\n`, { mode: 0o400 });
+    await writeFile(at('keys-2'), `k2 ${k2}\n`, { mode: 0o400 });
+  });
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  it('a plain full snapshot, then the sidecar with a key: its deltas are encrypted, the mixed chain restores exactly with the key only, and compacts into an encrypted full', async () => {
+    const client = cluster.client();
+    await writeWorkload(client, { keys: 2_000, valueSize: 100 });
+    const saved = await runProgram('etcd-snapshot', ['save', '--endpoints', cluster.endpoints[0], '--store', store()]);
+    expect(saved.code, saved.stderr).toBe(0);
+    let sidecar: SidecarProcess | undefined;
+    try {
+      sidecar = await startSidecar({
+        endpoint: cluster.endpoints[0],
+        store: store(),
+        dir: at('sidecar'),
+        args: ['--encryption-key-file', keys],
+      });
+      const writer = startWriter(client, { concurrency: 8 });
+      await firstDelta(sidecar.url);
+      await writer.stop();
+      source = await keyspaceOnceStored(client, sidecar.url);
+      expect(await sidecar.stop()).toBe(0);
+      expect(await sidecar.log()).not.toContain(k1);
+    } finally {
+      await sidecar?.kill();
+    }
+
+    const objects = await heads(at('store'));
+    const fulls = [...objects].filter(([name]) => name.startsWith('Full-'));
+    const deltas = [...objects].filter(([name]) => name.startsWith('Incr-'));
+    expect(fulls.map(([, head]) => encrypted(head))).toEqual([false]);
+    expect(deltas.length).toBeGreaterThan(0);
+    expect(deltas.every(([, head]) => encrypted(head) && keyIdOf(head) === 'k1')).toBe(true);
+
+    const { result, fingerprint } = await restoreAndFingerprint(store(), at(), 'mixed', [
+      '--encryption-key-file',
+      keys,
+    ]);
+    expect(result.deltas.length).toBe(deltas.length);
+    expect(fingerprint).toEqual(source);
+
+    const keyless = await runProgram('etcd-restore', ['--store', store(), '--data-dir', at('keyless'), '--name', 'r0']);
+    expect(keyless.code).toBe(1);
+    expect(errors(keyless.stderr)).toMatch(/v2\/Incr-\S+ is encrypted with key "k1": give --encryption-key-file/);
+    expect(existsSync(at('keyless'))).toBe(false);
+
+    // Compaction reads the mixed chain and stores the full snapshot it folds it into, encrypted.
+    const compacted = await runProgram('etcd-compact', [
+      ...['--store', store(), '--work-dir', at(), '--encryption-key-file', keys, '--output', 'json'],
+    ]);
+    expect(compacted.code, compacted.stderr).toBe(0);
+    const folded = [...(await heads(at('store')))].filter(([name]) => name.startsWith('Full-'));
+    expect(folded.map(([, head]) => encrypted(head) && keyIdOf(head))).toEqual([false, 'k1']);
+  });
+
+  it('save encrypts a full snapshot; a copy re-encrypts every snapshot with a new key, which alone then reads them; list and gc need none', async () => {
+    const saved = await runProgram('etcd-snapshot', [
+      ...['save', '--endpoints', cluster.endpoints[0], '--store', store(), '--encryption-key-file', keys],
+    ]);
+    expect(saved.code, saved.stderr).toBe(0);
+    const newest = [...(await heads(at('store')))].filter(([name]) => name.startsWith('Full-')).at(-1)!;
+    expect(keyIdOf(newest[1])).toBe('k1');
+
+    const copy = `file://${at('copy')}`;
+    const copied = await runProgram('etcd-copy-backups', [
+      ...['--from', store(), '--to', copy, '--source-encryption-key-file', keys],
+      ...['--encryption-key-file', at('keys-2'), '--output', 'json'],
+    ]);
+    expect(copied.code, copied.stderr).toBe(0);
+    expect(`${copied.stdout}${copied.stderr}`).not.toContain(k1);
+    const copies = await heads(at('copy'));
+    expect(copies.size).toBe((await heads(at('store'))).size);
+    expect([...copies.values()].every((head) => encrypted(head) && keyIdOf(head) === 'k2')).toBe(true);
+
+    const verified = await runProgram('etcd-copy-backups', [
+      ...['verify', '--store', copy, '--encryption-key-file', at('keys-2')],
+    ]);
+    expect(verified.code, verified.stdout + verified.stderr).toBe(0);
+    const oldKey = await runProgram('etcd-copy-backups', ['verify', '--store', copy, '--encryption-key-file', keys]);
+    expect(oldKey.code).toBe(1);
+    expect(errors(oldKey.stderr)).toMatch(/is encrypted with key "k2", which \S+keys does not hold/);
+
+    const { fingerprint } = await restoreAndFingerprint(copy, at(), 'copied', ['--encryption-key-file', at('keys-2')]);
+    expect(fingerprint).toEqual(source);
+
+    // list and gc need no key: gc keeps the newest full it cannot verify, and deletes what the rule does not keep.
+    const listed = await runProgram('etcd-snapshot', ['list', '--store', copy, '--output', 'json']);
+    expect(JSON.parse(listed.stdout)).toHaveLength(copies.size);
+    const gc = await runProgram('etcd-gc', ['--store', copy, '--keep-last', '1', '--lock-settle', '1s']);
+    expect(gc.code, gc.stderr).toBe(0);
+    expect(gc.stderr).toMatch(/Full-\S+ is kept unverified: .* is encrypted with key/);
+    const kept = [...(await heads(at('copy'))).keys()];
+    expect(kept).toContain(newest[0]);
+    expect(kept.length).toBeLessThan(copies.size);
+  });
+
+  it('etcd-validate bootstrap restores an empty data dir from the encrypted store with the key', async () => {
+    const peer = `http://127.0.0.1:${await freePort()}`;
+    const dataDir = at('bootstrap', 'data');
+    await mkdir(dataDir, { recursive: true });
+    const res = await runProgram(
+      'etcd-validate',
+      [
+        ...['bootstrap', '--data-dir', dataDir, '--store', store(), '--encryption-key-file', keys, '--output', 'json'],
+        ...['--name', 'm0', '--initial-cluster', `m0=${peer}`, '--initial-advertise-peer-urls', peer],
+      ],
+      { POD_NAMESPACE: '' },
+    );
+    expect(res.code, res.stderr).toBe(0);
+    expect(JSON.parse(res.stdout)).toMatchObject({ action: 'restore', restored: { revision: source.revision } });
+  });
+
+  it('refuses a malformed key file with exit 2 before any work, naming the line and never the key', async () => {
+    const bad = at('bad-keys');
+    await writeFile(bad, `k1 ${k1}\nk3 ${k2.slice(2)}\n`);
+    const before = await readdir(join(at('store'), 'v2'));
+    const res = await runProgram('etcd-snapshot', [
+      ...['save', '--endpoints', cluster.endpoints[0], '--store', store(), '--encryption-key-file', bad],
+    ]);
+    expect(res.code).toBe(2);
+    expect(errors(res.stderr)).toMatch(/bad-keys line 2: key "k3" is not 32 bytes/);
+    expect(res.stderr).not.toContain(k2.slice(2));
+    expect(await readdir(join(at('store'), 'v2'))).toEqual(before);
+    const missing = await runProgram('etcd-gc', ['--store', store(), '--encryption-key-file', at('nope')]);
+    expect(missing.code).toBe(2);
+    expect(errors(missing.stderr)).toMatch(/cannot read the encryption key file \S+nope/);
+    expect(await readFile(bad, 'utf8')).toContain('k3');
+  });
+});
