@@ -1,19 +1,16 @@
-import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import { OperationError } from '../common/errors.js';
 import { type Logger, silentLogger } from '../common/logger.js';
-import { boundedMemory } from '../common/memory-bound.js';
-import { byteProgress } from '../common/progress.js';
 import type { EtcdConnection } from '../etcd/etcd-client.js';
 import { reachMember } from '../etcd/etcd-status.js';
-import { openSnapshotStream } from '../etcd/snapshot-stream.js';
-import { type CompressionPolicy, compressionSuffix, compressor } from '../format/compression.js';
-import { FullSnapshotCheck } from '../format/full-snapshot-check.js';
+import { type CompressionPolicy, compressionSuffix } from '../format/compression.js';
 import { parseSnapshotName, type SnapshotRef, snapshotName } from '../format/snapshot-name.js';
 import type { SnapStore } from '../store/snapstore.js';
-import { METADATA_SHA256, StoredDigest } from '../store/stored-digest.js';
+import { storeFile } from '../store/store-file.js';
+import { METADATA_SHA256 } from '../store/stored-digest.js';
+import { snapshotToFileInChild } from './isolated-snapshot.js';
+import { snapshotToFile } from './snapshot-to-file.js';
 
 export interface FullSnapshotOptions {
   /** Status and the snapshot itself streams over its own HTTP/2 connection (snapshot-stream.ts). */
@@ -27,6 +24,11 @@ export interface FullSnapshotOptions {
   logger?: Logger;
   signal?: AbortSignal;
   now?: () => Date;
+  /**
+   * Take it in a short-lived child process (isolated-snapshot.ts), for a long-running caller whose memory must
+   * not keep what a snapshot needs for a few seconds; a one-off program gains nothing from it.
+   */
+  isolated?: boolean;
 }
 
 export interface SavedFullSnapshot {
@@ -46,9 +48,9 @@ export const METADATA_ETCD_VERSION = 'etcd-version';
 export const METADATA_DB_SIZE = 'db-size';
 
 /**
- * etcd → verify (sha256 trailer) → compress → temp file → store. The db streams through in bounded
- * memory; its revision is read from the content itself on the way, because the object name must carry
- * it and a 3.4 stream does not say it. Nothing reaches the store unless the trailer matched.
+ * etcd → verify (sha256 trailer) → compress → temp file (snapshot-to-file.ts) → store. The revision is read
+ * from the content itself on the way, because the object name must carry it and a 3.4 stream does not say
+ * it. Nothing reaches the store unless the trailer matched.
  */
 export async function takeFullSnapshot(options: FullSnapshotOptions): Promise<SavedFullSnapshot> {
   const logger = options.logger ?? silentLogger;
@@ -58,19 +60,10 @@ export async function takeFullSnapshot(options: FullSnapshotOptions): Promise<Sa
   const workDir = await mkdtemp(join(options.tempDir, 'etcd-snapshot-'));
   try {
     const temp = join(workDir, 'snapshot');
-    const check = new FullSnapshotCheck('the snapshot etcd sent');
-    const stored = new StoredDigest();
-    await pipeline(
-      openSnapshotStream(options.connection, { endpoint, token, signal: options.signal }),
-      boundedMemory(),
-      byteProgress(logger, 'snapshot', status.dbSize),
-      check,
-      compressor(options.compression, { parallel: true }),
-      stored,
-      createWriteStream(temp),
-      { signal: options.signal },
-    );
-    const facts = check.facts();
+    const { connection, compression, signal } = options;
+    const request = { connection, endpoint, token, dbSize: status.dbSize, compression, file: temp };
+    const take = options.isolated ? snapshotToFileInChild : snapshotToFile;
+    const { facts, storedSha256, storedSize } = await take(request, logger, signal);
     const name = await unusedName(options.store, {
       kind: 'Full',
       startRevision: 0,
@@ -82,20 +75,18 @@ export async function takeFullSnapshot(options: FullSnapshotOptions): Promise<Sa
     const put = {
       signal: options.signal,
       metadata: {
-        [METADATA_SHA256]: stored.sha256(),
+        [METADATA_SHA256]: storedSha256,
         [METADATA_ETCD_VERSION]: status.version,
         [METADATA_DB_SIZE]: String(facts.size),
       },
     };
-    await (options.store.putFile
-      ? options.store.putFile(name, temp, put)
-      : options.store.put(name, createReadStream(temp), put));
+    await storeFile(options.store, name, temp, put);
     const ref = parseSnapshotName(name)!;
     const result = {
       ref,
       revision: facts.revision,
       dbSize: facts.size,
-      storedSize: stored.size,
+      storedSize,
       etcdVersion: status.version,
       durationMs: Date.now() - started,
     };
@@ -103,7 +94,7 @@ export async function takeFullSnapshot(options: FullSnapshotOptions): Promise<Sa
       name,
       revision: facts.revision,
       dbBytes: facts.size,
-      storedBytes: stored.size,
+      storedBytes: storedSize,
     });
     return result;
   } finally {

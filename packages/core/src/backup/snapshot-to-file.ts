@@ -1,0 +1,52 @@
+import { createWriteStream } from 'node:fs';
+import { pipeline } from 'node:stream/promises';
+import type { Logger } from '../common/logger.js';
+import { boundedMemory } from '../common/memory-bound.js';
+import { byteProgress } from '../common/progress.js';
+import type { EtcdConnection } from '../etcd/etcd-client.js';
+import { openSnapshotStream } from '../etcd/snapshot-stream.js';
+import { type CompressionPolicy, compressor } from '../format/compression.js';
+import { FullSnapshotCheck, type FullSnapshotFacts } from '../format/full-snapshot-check.js';
+import { StoredDigest } from '../store/stored-digest.js';
+
+/** Plain data: it crosses into the snapshot process (isolated-snapshot.ts). */
+export interface SnapshotToFileRequest {
+  connection: EtcdConnection;
+  /** The member reachMember found, its auth token, and the db size it reported (for progress). */
+  endpoint: string;
+  token?: string;
+  dbSize: number;
+  compression: CompressionPolicy;
+  file: string;
+}
+
+export interface SnapshotFile {
+  facts: FullSnapshotFacts;
+  /** sha256 and size of the compressed bytes in the file: what the store will hold. */
+  storedSha256: string;
+  storedSize: number;
+}
+
+/**
+ * etcd → verify (sha256 trailer, revision) → compress → file. The db streams through in bounded memory; the
+ * file is only complete, and the facts only returned, when the trailer matched.
+ */
+export async function snapshotToFile(
+  request: SnapshotToFileRequest,
+  logger: Logger,
+  signal?: AbortSignal,
+): Promise<SnapshotFile> {
+  const check = new FullSnapshotCheck('the snapshot etcd sent');
+  const stored = new StoredDigest();
+  await pipeline(
+    openSnapshotStream(request.connection, { endpoint: request.endpoint, token: request.token, signal }),
+    boundedMemory(),
+    byteProgress(logger, 'snapshot', request.dbSize),
+    check,
+    compressor(request.compression, { parallel: true }),
+    stored,
+    createWriteStream(request.file),
+    { signal },
+  );
+  return { facts: check.facts(), storedSha256: stored.sha256(), storedSize: stored.size };
+}
