@@ -19,7 +19,11 @@ export async function storeFile(
   const body = boundedMemory();
   // A read error destroys `body` with it, which fails the put.
   const reading = pipeline(createReadStream(path), body).catch(() => {});
-  await store.put(name, body, options);
+  try {
+    await store.put(name, body, options);
+  } finally {
+    body.destroy(); // a put that failed without reading to the end leaves no open file behind
+  }
   await reading;
   await rm(path, { force: true });
 }
