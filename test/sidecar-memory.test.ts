@@ -1,7 +1,16 @@
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
+import { LocalStore, listSnapshots } from '@etcd-steward/core';
 import { startCluster } from '@etcd-steward/testing';
 import { expect, it } from 'vitest';
-import { firstDelta, metric, type SidecarProcess, startSidecar, startWriter } from './sidecar-helpers.js';
+import {
+  etcdRevision,
+  firstDelta,
+  metric,
+  type SidecarProcess,
+  startSidecar,
+  startWriter,
+  waitFor,
+} from './sidecar-helpers.js';
 import { tempDir } from './temp-dir.js';
 
 const at = tempDir('sidecar-memory-');
@@ -50,6 +59,75 @@ it('runs with a small young generation and one malloc arena however it is starte
     const chosen = await processOf(sidecar);
     expect(chosen.args.join(' ')).not.toMatch(/semi-space/);
     expect(chosen.env).toContain('MALLOC_ARENA_MAX=2');
+    expect(await sidecar.stop()).toBe(0);
+    sidecar = undefined;
+  } finally {
+    await sidecar?.kill();
+    await cluster.stop();
+  }
+});
+
+/** The sidecar's child process that takes a full snapshot, while one runs. */
+async function snapshotProcessOf(sidecar: SidecarProcess): Promise<number | undefined> {
+  const pid = sidecar.child.pid;
+  for (const task of await readdir(`/proc/${pid}/task`)) {
+    const children = (await readFile(`/proc/${pid}/task/${task}/children`, 'utf8').catch(() => ''))
+      .split(' ')
+      .filter(Boolean);
+    for (const child of children) {
+      const args = await readFile(`/proc/${child}/cmdline`, 'utf8').catch(() => '');
+      if (args.includes('isolated-snapshot-process')) return Number(child);
+    }
+  }
+  return undefined;
+}
+
+it('takes a full snapshot in a child process of its own: killed midway, that snapshot fails with nothing stored or left in its scratch space, and the next one is stored', async () => {
+  const cluster = await startCluster();
+  let sidecar: SidecarProcess | undefined;
+  try {
+    const client = cluster.client();
+    const value = 'v'.repeat(1000);
+    // ~20 MB: a snapshot that streams for a moment
+    for (let b = 0; b < 200; b++)
+      await client.kv.txn({
+        compare: [],
+        success: Array.from({ length: 100 }, (_, j) => ({
+          request_put: { key: Buffer.from(`/k/${b}/${j}`), value: Buffer.from(value) },
+        })),
+        failure: [],
+      });
+    const store = new LocalStore(at('store-kill'));
+    sidecar = await startSidecar({
+      endpoint: cluster.endpoints[0],
+      store: `file://${at('store-kill')}`,
+      dir: at('kill'),
+    });
+    const url = sidecar.url;
+    await waitFor(
+      'the first full snapshot',
+      async () => ((await metric(url, 'etcdbr_snapshot_latest_revision', 'kind="Full"')) ?? 0) > 0,
+    );
+    const fullsBefore = (await listSnapshots(store)).filter((e) => e.kind === 'Full');
+
+    const response = fetch(`${url}/snapshot/full`, { method: 'POST' });
+    const child = await waitFor("the full snapshot's process", () => snapshotProcessOf(sidecar!), 30_000);
+    expect(child).not.toBe(sidecar.child.pid);
+    process.kill(child, 'SIGKILL');
+    const failed = await response;
+    expect(failed.status).toBeGreaterThanOrEqual(500);
+    expect(await failed.text()).toMatch(/full snapshot's process ended unexpectedly \(SIGKILL\)/);
+    expect((await listSnapshots(store)).filter((e) => e.kind === 'Full')).toEqual(fullsBefore);
+    const scratch = at('kill', 'spool', 'tmp');
+    for (const own of await readdir(scratch)) expect(await readdir(`${scratch}/${own}`)).toEqual([]);
+
+    const revision = await etcdRevision(client);
+    const stored = await fetch(`${url}/snapshot/full`, { method: 'POST' });
+    expect(stored.status).toBe(200);
+    const fulls = (await listSnapshots(store)).filter((e) => e.kind === 'Full');
+    expect(fulls.length).toBe(fullsBefore.length + 1);
+    expect(fulls.at(-1)!.lastRevision).toBeGreaterThanOrEqual(revision);
+    expect(await snapshotProcessOf(sidecar)).toBeUndefined();
     expect(await sidecar.stop()).toBe(0);
     sidecar = undefined;
   } finally {

@@ -2,8 +2,8 @@
 // then `--events` delta revisions after it (made up with the testing package's synthetic events, as the
 // compaction test does: writing them through etcd takes minutes). Measured, each as a process tree (wall time,
 // peak RSS): etcd-restore from the chain, etcd-compact, etcd-restore from the compacted full snapshot alone, and
-// ebr's `etcdbrctl compact` on a copy of the same store when EBR_BIN names it (EBR_ARGS overrides its
-// arguments; {container}, {prefix} and {dir} are filled in). Goal (issue #14): at most half ebr's time and
+// ebr's `etcdbrctl compact` on a copy of the same store when EBR_BIN names it (EBR_COMPACT_ARGS overrides
+// its arguments; {container}, {prefix} and {dir} are filled in: ebr.ts). Goal (issue #14): at most half ebr's time and
 // peak memory.
 //
 // `--baseline DIR` measures, before this checkout's etcd-compact, the one built in DIR (a checkout of an earlier
@@ -20,12 +20,15 @@
 import { randomBytes } from 'node:crypto';
 import { cp, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
-import { basename, dirname, join } from 'node:path';
+import { basename, join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { type Etcd3, freePort, type KeyspaceFingerprint, LocalStore, takeFullSnapshot } from '@etcd-steward/core';
-import { fingerprintRestored, startCluster, storeDeltas, syntheticEvents } from '@etcd-steward/testing';
+import { type Etcd3, type KeyspaceFingerprint, LocalStore, takeFullSnapshot } from '@etcd-steward/core';
+import { startCluster, storeDeltas, syntheticEvents } from '@etcd-steward/testing';
+import { measureCompaction } from './compact-run.ts';
+import { ebrCommand } from './ebr.ts';
 import { type Measurement, measure, printTable } from './measure.ts';
 import { parseMemoryQuantity } from './memory-cgroup.ts';
+import { failure, measureRestore } from './restore-run.ts';
 
 const { values } = parseArgs({
   options: {
@@ -43,7 +46,6 @@ const keys = Number(values.keys);
 const valueSize = Number(values['value-size']);
 const events = Number(values.events);
 const deltaCount = Number(values.deltas);
-const root = new URL('../..', import.meta.url).pathname;
 const work = values.keep ?? (await mkdtemp(join(tmpdir(), 'bench-compact-')));
 await mkdir(work, { recursive: true });
 const storeDir = join(work, 'store');
@@ -93,25 +95,6 @@ async function buildStore(client: Etcd3, endpoints: string[]): Promise<{ base: n
   return { base: full.revision, last: made[made.length - 1].modRevision };
 }
 
-/** etcd-compact's phases, from its JSON log lines. */
-function compactPhase(line: string): string | undefined {
-  const msg = /"msg":"([^"]*)"/.exec(line)?.[1];
-  const phases: Record<string, string> = {
-    'taking the store lock': 'store lock (settle)',
-    'restoring the chain to fold': 'restore: download',
-    replay: 'restore: replay deltas',
-    'verifying the result': 'restore: verify',
-    restored: 'start private etcd',
-    'fingerprinting the keyspace': 'fingerprint the chain (gRPC)',
-    'compacting the history': 'compact',
-    defragmenting: 'defragment',
-    snapshot: 'snapshot',
-    'verifying the compacted snapshot': 'verify snapshot',
-    'storing the compacted snapshot': 'store',
-  };
-  return msg === undefined ? undefined : phases[msg];
-}
-
 const mb = (v: number) => v.toFixed(0);
 const rows: string[][] = [['run', 'wall s', 'peak RSS MB', 'peak anon MB', 'cgroup max MB', 'load', 'result']];
 const phaseRows: string[][] = [['etcd-compact phase', 's', 'tree RSS MB', 'anon MB']];
@@ -136,54 +119,29 @@ function record(name: string, run: Measurement, loadBefore: string, result: stri
 async function measuredRestore(name: string): Promise<KeyspaceFingerprint | undefined> {
   const dataDir = join(work, name);
   await rm(dataDir, { recursive: true, force: true });
-  const peerPort = await freePort();
-  const peer = `http://127.0.0.1:${peerPort}`;
   const loadBefore = loadavg()[0].toFixed(1);
-  const run = await measure(process.execPath, [
-    join(root, 'packages/restore/bin/etcd-restore.js'),
-    ...['--store', `file://${storeDir}`, '--data-dir', dataDir, '--name', 'bench'],
-    ...['--initial-advertise-peer-urls', peer, '--initial-cluster-token', 'bench', '--output', 'json'],
-  ]);
-  if (run.code !== 0) {
-    record(name, run, loadBefore, `FAILED: ${run.stderr.trim().split('\n').at(-1)?.slice(0, 200)}`);
-    return undefined;
-  }
-  const result = JSON.parse(run.stdout);
-  const [fingerprint] = await fingerprintRestored([{ name: 'bench', dataDir, peerPort }], {
-    initialCluster: `bench=${peer}`,
-    clusterToken: 'bench',
-  });
+  const { run, result, fingerprint } = await measureRestore({ storeDir, dataDir });
   record(
     name,
     run,
     loadBefore,
-    `rev ${result.revision} from ${basename(result.snapshot)} + ${result.deltas.length} deltas`,
+    result ? `rev ${result.revision} from ${basename(result.snapshot)} + ${result.deltas.length} deltas` : failure(run),
   );
   await rm(dataDir, { recursive: true, force: true });
   return fingerprint;
 }
 
 /** etcd-compact (of the checkout `from`) of the store in `dir`, measured (in a memory cgroup when `limit` is given). */
-async function measuredCompaction(name: string, dir: string, limit?: number, from = root): Promise<Measurement> {
+async function measuredCompaction(name: string, dir: string, limit?: number, from?: string): Promise<Measurement> {
   const loadBefore = loadavg()[0].toFixed(1);
-  const compactWork = join(work, `compact-work-${randomBytes(4).toString('hex')}`);
-  await mkdir(compactWork, { recursive: true });
-  const run = await measure(
-    process.execPath,
-    [
-      join(from, 'packages/compact/bin/etcd-compact.js'),
-      ...['--store', `file://${dir}`, '--work-dir', compactWork, '--output', 'json'],
-    ],
-    { phaseOf: compactPhase, memoryLimitBytes: limit },
-  );
-  const result = run.code === 0 ? JSON.parse(run.stdout) : undefined;
+  const { run, result } = await measureCompaction(dir, work, limit, from);
   record(
     name,
     run,
     loadBefore,
     result
       ? `${result.revisionsFolded} revisions folded; ${mb(result.chainBytes / 1e6)} MB chain → ${mb(result.snapshotBytes / 1e6)} MB (zstd)`
-      : `FAILED (${run.signal ?? `exit ${run.code}`}): ${run.stderr.trim().split('\n').at(-1)?.slice(0, 200)}`,
+      : failure(run),
   );
   return run;
 }
@@ -217,19 +175,11 @@ try {
   if (memoryLimit)
     await measuredCompaction(`etcd-compact, ${values['memory-limit']} limit`, limitedStoreDir, memoryLimit);
 
-  const ebr = process.env.EBR_BIN;
-  if (ebr) {
-    const args = (
-      process.env.EBR_ARGS ??
-      'compact --storage-provider=Local --store-container={container} --store-prefix={prefix} --data-dir={dir}/data --restoration-temp-snapshots-dir={dir}/tmp --snapstore-temp-directory={dir}/tmp --embedded-etcd-quota-bytes=8589934592'
-    )
-      .replaceAll('{container}', dirname(ebrStoreDir))
-      .replaceAll('{prefix}', basename(ebrStoreDir))
-      .replaceAll('{dir}', join(work, 'ebr'))
-      .split(' ');
+  const ebrCompact = ebrCommand('compact', ebrStoreDir, { dir: join(work, 'ebr') });
+  if (ebrCompact) {
     await mkdir(join(work, 'ebr', 'tmp'), { recursive: true });
     const loadBefore = loadavg()[0].toFixed(1);
-    const ebrRun = await measure(ebr, args);
+    const ebrRun = await measure(ebrCompact.bin, ebrCompact.args);
     record('ebr compact', ebrRun, loadBefore, ebrRun.code === 0 ? 'ok' : `exit ${ebrRun.code}`);
   } else {
     rows.push(['ebr compact', 'not given', '', '', '', '', 'set EBR_BIN to etcdbrctl']);

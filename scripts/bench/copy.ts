@@ -15,6 +15,7 @@ import { parseArgs } from 'node:util';
 import { LocalStore, listSnapshots, openStore, snapshotName, takeFullSnapshot } from '@etcd-steward/core';
 import { withMember } from '@etcd-steward/testing';
 import { loadConfigMaps } from './config-maps.ts';
+import { ebrCommand } from './ebr.ts';
 import { measure, printTable } from './measure.ts';
 import { startTarget, type Target } from './store-targets.ts';
 
@@ -149,15 +150,9 @@ try {
     '',
     local.peakRssMb.toFixed(0),
   ]);
-  const ebr = process.env.EBR_BIN;
-  if (ebr) {
-    const run = await measure(ebr, [
-      'copy',
-      ...['--storage-provider', 'Local', '--store-container', theirs],
-      ...['--source-storage-provider', 'Local', '--source-store-container', localFrom],
-      '--snapstore-temp-directory',
-      join(work, 'ebr-temp'),
-    ]);
+  const ebrCopy = ebrCommand('copy', theirs, { from: localFrom, to: theirs, dir: join(work, 'ebr') });
+  if (ebrCopy) {
+    const run = await measure(ebrCopy.bin, ebrCopy.args);
     const copied = (await stat(theirs).catch(() => undefined))
       ? (await listSnapshots(new LocalStore(theirs))).length
       : 0;

@@ -38,6 +38,8 @@ export interface MeasureOptions {
   phaseOf?: (line: string) => string | undefined;
   /** Run in a fresh memory cgroup with this limit (bytes). */
   memoryLimitBytes?: number;
+  /** Stops the command with SIGTERM (a long-running one: the sidecar); the measurement ends when it has exited. */
+  signal?: AbortSignal;
 }
 
 function childrenOf(pid: number): number[] {
@@ -50,7 +52,8 @@ function childrenOf(pid: number): number[] {
   }
 }
 
-function treePids(pid: number): number[] {
+/** A process and all its descendants, now. */
+export function treePids(pid: number): number[] {
   return [pid, ...childrenOf(pid).flatMap(treePids)];
 }
 
@@ -89,13 +92,29 @@ export const peakOf = (a: MemoryPeak | undefined, s: MemoryPeak): MemoryPeak => 
   fileMb: Math.max(a?.fileMb ?? 0, s.fileMb),
 });
 
+/** The resident memory of a process and all its descendants now, summed; undefined once it is gone. */
+export function treeMemory(pid: number): MemoryPeak | undefined {
+  const samples = treePids(pid).flatMap((p) => residentMemory(p) ?? []);
+  if (samples.length === 0) return undefined;
+  return samples.reduce((a, s) => ({
+    rssMb: a.rssMb + s.rssMb,
+    anonMb: a.anonMb + s.anonMb,
+    fileMb: a.fileMb + s.fileMb,
+  }));
+}
+
 export function measure(command: string, args: string[], options: MeasureOptions = {}): Promise<Measurement> {
   const cgroup = options.memoryLimitBytes ? createMemoryCgroup(options.memoryLimitBytes) : undefined;
   return new Promise((resolve, reject) => {
     const started = process.hrtime.bigint();
     const elapsed = () => Number(process.hrtime.bigint() - started) / 1e9;
     const [cmd, argv] = cgroup ? cgroup.wrap(command, args) : [command, args];
-    const child = spawn(cmd, argv, { env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(cmd, argv, {
+      env: { ...process.env, ...options.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      signal: options.signal,
+      killSignal: 'SIGTERM',
+    });
     const processes = new Map<string, MemoryPeak>();
     const phases: Measurement['phases'] = [];
     let phase = { name: 'start', from: 0, peak: { rssMb: 0, anonMb: 0, fileMb: 0 } as MemoryPeak };
@@ -135,6 +154,7 @@ export function measure(command: string, args: string[], options: MeasureOptions
       cgroup?.sample();
     }, 10);
     child.on('error', (err) => {
+      if (err.name === 'AbortError') return; // stopped as asked: 'exit' follows
       clearInterval(timer);
       cgroup?.remove();
       reject(err);

@@ -1,5 +1,5 @@
 // etcd-restore against `etcdctl snapshot restore` of the full snapshot alone, and against ebr's restore when
-// EBR_BIN names its etcdbrctl: a ~130 MB base (100,000 keys) plus 200,000 delta revisions written to a real
+// EBR_BIN names its etcdbrctl (EBR_RESTORE_ARGS overrides its arguments, ebr.ts): a ~130 MB base (100,000 keys) plus 200,000 delta revisions written to a real
 // etcd, side by side: wall time and peak RSS of each process tree. Targets (issue #5): at most 0.5x ebr's time
 // (ebr measured 39 s here) and 0.5x its peak RSS (593 MB), and under 256 MB.
 //
@@ -20,21 +20,22 @@ import { randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
-import { basename, dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
 import { createGunzip } from 'node:zlib';
 import {
   type Etcd3,
-  freePort,
   type KeyspaceFingerprint,
   keyspaceFingerprint,
   LocalStore,
   takeFullSnapshot,
 } from '@etcd-steward/core';
-import { fingerprintRestored, startCluster, storeDeltas, watchEvents } from '@etcd-steward/testing';
+import { startCluster, storeDeltas, watchEvents } from '@etcd-steward/testing';
+import { ebrCommand } from './ebr.ts';
 import { formatTable, type Measurement, measure, printTable } from './measure.ts';
 import { parseMemoryQuantity } from './memory-cgroup.ts';
+import { failure, measureRestore } from './restore-run.ts';
 
 const { values } = parseArgs({
   options: {
@@ -55,7 +56,6 @@ const keys = Number(values.keys);
 const events = Number(values.events);
 const valueSize = Number(values['value-size']);
 const deltaValueSize = Number(values['delta-value-size']);
-const root = new URL('../..', import.meta.url).pathname;
 const work = values.keep ?? (await mkdtemp(join(tmpdir(), 'bench-restore-')));
 await mkdir(work, { recursive: true });
 const storeDir = join(work, 'store');
@@ -174,25 +174,6 @@ async function builtStore(): Promise<BuiltStore> {
   }
 }
 
-/** The restore's phases, from its JSON log lines (the replay process's lines come through it). */
-function restorePhase(line: string): string | undefined {
-  const msg = /"msg":"([^"]*)"/.exec(line)?.[1];
-  switch (msg) {
-    case 'download':
-      return 'download full snapshot';
-    case 'laying out the member data dir':
-      return 'lay out data dir (etcd tool)';
-    case 'replay':
-      return 'replay deltas';
-    case 'verifying the result':
-      return 'verify';
-    case 'restored':
-      return 'swap in';
-    default:
-      return undefined;
-  }
-}
-
 const mbText = (v: number | undefined) => (v === undefined ? '' : v.toFixed(0));
 const load = () => loadavg()[0].toFixed(1);
 
@@ -238,44 +219,20 @@ try {
       for (const limit of limits) {
         const dataDir = join(work, `restored-${method}`);
         await rm(dataDir, { recursive: true, force: true });
-        const peerPort = await freePort();
-        const peer = `http://127.0.0.1:${peerPort}`;
         const loadBefore = load();
-        const run = await measure(
-          process.execPath,
-          [
-            join(root, 'packages/restore/bin/etcd-restore.js'),
-            '--store',
-            `file://${storeDir}`,
-            '--data-dir',
-            dataDir,
-            '--name',
-            'bench',
-            '--initial-advertise-peer-urls',
-            peer,
-            '--initial-cluster-token',
-            'bench',
-            '--replay',
-            method,
-            '--verify',
-            verify,
-            '--output',
-            'json',
-          ],
-          { phaseOf: restorePhase, memoryLimitBytes: limit },
-        );
+        const { run, result, fingerprint } = await measureRestore({
+          storeDir,
+          dataDir,
+          replay: method,
+          verify,
+          memoryLimitBytes: limit,
+        });
         const name = `etcd-restore --replay ${method} --verify ${verify}`;
-        if (run.code !== 0) {
-          const why = run.signal ?? `exit ${run.code}`;
-          record(name, run, loadBefore, `FAILED (${why}): ${run.stderr.trim().split('\n').at(-1)?.slice(0, 200)}`);
+        if (!result || !fingerprint) {
+          record(name, run, loadBefore, failure(run));
           continue;
         }
-        const result = JSON.parse(run.stdout);
-        const [restored] = await fingerprintRestored([{ name: 'bench', dataDir, peerPort }], {
-          initialCluster: `bench=${peer}`,
-          clusterToken: 'bench',
-        });
-        const same = restored.sha256 === source.sha256 && restored.revision === source.revision;
+        const same = fingerprint.sha256 === source.sha256 && fingerprint.revision === source.revision;
         // --verify check read the fingerprint from the db file: it must be the source's too
         const fromFile = result.fingerprint
           ? result.fingerprint.sha256 === source.sha256
@@ -305,21 +262,11 @@ try {
   record('etcdctl snapshot restore (full only)', etcdctl, loadBefore, `rev ${base}, no deltas`);
   await rm(plain, { force: true });
 
-  const ebr = process.env.EBR_BIN;
-  if (ebr) {
-    // ebr's Local provider: the container is a directory, the prefix the store folder inside it.
-    const ebrDir = join(work, 'ebr-restored');
-    await rm(ebrDir, { recursive: true, force: true });
-    const args = (
-      process.env.EBR_ARGS ??
-      'restore --storage-provider=Local --store-container={container} --store-prefix={prefix} --data-dir={dataDir} --embedded-etcd-quota-bytes=8589934592'
-    )
-      .replaceAll('{container}', dirname(storeDir))
-      .replaceAll('{prefix}', basename(storeDir))
-      .replaceAll('{dataDir}', ebrDir)
-      .split(' ');
+  const ebrRestore = ebrCommand('restore', storeDir, { dataDir: join(work, 'ebr-restored') });
+  if (ebrRestore) {
+    await rm(join(work, 'ebr-restored'), { recursive: true, force: true });
     const loadBefore = load();
-    const run = await measure(ebr, args);
+    const run = await measure(ebrRestore.bin, ebrRestore.args);
     record('ebr restore', run, loadBefore, run.code === 0 ? 'ok' : `exit ${run.code}`);
   } else {
     runRows.push(['ebr restore', '', 'not given', '', '', '', '', 'set EBR_BIN to etcdbrctl']);

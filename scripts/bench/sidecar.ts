@@ -9,10 +9,8 @@
 // this process's memory cgroup) and removed afterwards: what Kubernetes does with a container's memory limit.
 // Target (issue #4): 10,000 writes/s of 1 KiB values with bounded memory; the writer reports what it reaches.
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import http2 from 'node:http2';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -28,8 +26,9 @@ import {
   memberStatus,
 } from '@etcd-steward/core';
 import { startCluster } from '@etcd-steward/testing';
-import { peakOf, printTable, residentMemory } from './measure.ts';
+import { peakOf, printTable, residentMemory, treeMemory } from './measure.ts';
 import { type CgroupReport, createMemoryCgroup, parseMemoryQuantity } from './memory-cgroup.ts';
+import { writeLoad } from './write-load.ts';
 
 const { values } = parseArgs({
   options: {
@@ -123,6 +122,8 @@ try {
   await sleep(1_000);
   const idle = residentMb();
   let peak = { ...idle };
+  // With the processes it starts (a full snapshot's): what the pod's memory limit counts.
+  let treePeak = { ...idle };
   const max = { watchLag: 0, spool: 0, buffered: 0, heap: 0, external: 0, newSpace: 0, oldSpace: 0 };
   sampler = setInterval(() => {
     let now: ReturnType<typeof residentMb>;
@@ -133,6 +134,8 @@ try {
       return; // the sidecar is gone (killed by the cgroup's OOM killer?): the run reports it
     }
     peak = peakOf(peak, now);
+    const tree = sidecar.pid === undefined ? undefined : treeMemory(sidecar.pid);
+    if (tree) treePeak = peakOf(treePeak, tree);
   }, 50);
   scraper = setInterval(async () => {
     const text = await metrics().catch(() => '');
@@ -149,7 +152,7 @@ try {
 
   console.log(`writing ${rate}/s of ${valueSize}-byte values for ${seconds}s…`);
   const cpuBefore = cpuSeconds();
-  const written = await writeLoad(cluster.endpoints[0], rate, seconds, valueSize);
+  const written = await writeLoad(cluster.endpoints[0], { perSecond: rate, seconds, valueSize, stamp: true });
   const cpuUnderLoad = cpuSeconds() - cpuBefore;
   const lastRevision = (await memberStatus({ endpoints: cluster.endpoints })).revision;
   const loadEnded = Date.now();
@@ -161,8 +164,10 @@ try {
   const text = await metrics();
   const loadPeak = peak;
   let full: string[][] = [];
+  const loadTreePeak = treePeak;
   if (values.full) {
     peak = residentMb();
+    treePeak = peak;
     const started = Date.now();
     const response = await fetch(`${url}/snapshot/full`, { method: 'POST' }).catch((err: Error) => err);
     if (!(response instanceof Response) || response.status !== 200) {
@@ -181,8 +186,10 @@ try {
         'sidecar RSS peak during it: all / anon / file, MiB',
         `${peak.rssMb.toFixed(0)} / ${peak.anonMb.toFixed(0)} / ${peak.fileMb.toFixed(0)}`,
       ],
+      ['sidecar and its children: RSS peak during it, MiB', treePeak.rssMb.toFixed(0)],
     ];
     peak = loadPeak;
+    treePeak = loadTreePeak;
   }
   clearInterval(sampler);
   clearInterval(scraper);
@@ -217,6 +224,7 @@ try {
       'sidecar RSS peak: all / anon / file, MiB',
       `${peak.rssMb.toFixed(0)} / ${peak.anonMb.toFixed(0)} / ${peak.fileMb.toFixed(0)}`,
     ],
+    ['sidecar and its children: RSS peak, MiB', treePeak.rssMb.toFixed(0)],
     ['max JS heap used / new space / old space, MiB', `${mb(max.heap)} / ${mb(max.newSpace)} / ${mb(max.oldSpace)}`],
     ['max external memory (buffers), MiB', mb(max.external)],
     ['GCs minor / major: count / time', `${gc('minor')}, ${gc('major')}`],
@@ -253,71 +261,6 @@ function cgroupRows(r: CgroupReport): string[][] {
     ['cgroup peak anonymous memory (sampled), MiB', r.peakAnonMb.toFixed(0)],
     ['cgroup times at the limit / OOM kills', `${r.failcnt} / ${r.oomKills}`],
   ];
-}
-
-/**
- * Puts at `perSecond` over one HTTP/2 connection (raw gRPC: a light client, so that the writer is not what
- * limits the rate), each value starting with its write time in ms for the lag.
- */
-async function writeLoad(endpoint: string, perSecond: number, secs: number, size: number) {
-  const session = http2.connect(endpoint);
-  // Values as Kubernetes objects look: half repetitive structure, half unique; no two alike.
-  const pool = randomBytes(1 << 20).toString('base64');
-  const maxInFlight = 512;
-  let inFlight = 0;
-  let writes = 0;
-  let errors = 0;
-  let sent = 0;
-  const started = Date.now();
-  const put = (i: number) => {
-    const key = Buffer.from(`/bench/${String(i % 100_000).padStart(6, '0')}`);
-    const stamp = `${Date.now()}|`;
-    const body = `{"kind":"ConfigMap","metadata":{"name":"cm-${i}","namespace":"ns-${i % 100}"},"data":"`;
-    const at = (i * 7919) % (pool.length - size);
-    const value = Buffer.from((stamp + body + pool.slice(at, at + size)).slice(0, size));
-    const message = Buffer.concat([field(1, key), field(2, value)]);
-    const frame = Buffer.alloc(5);
-    frame.writeUInt32BE(message.length, 1);
-    inFlight++;
-    const req = session.request({
-      ':method': 'POST',
-      ':path': '/etcdserverpb.KV/Put',
-      'content-type': 'application/grpc',
-      te: 'trailers',
-    });
-    let status: string | undefined;
-    req.on('trailers', (t) => (status = String(t['grpc-status'])));
-    req.on('response', (h) => (status ??= h['grpc-status'] === undefined ? undefined : String(h['grpc-status'])));
-    req.on('data', () => {});
-    req.on('close', () => {
-      inFlight--;
-      if (status === '0') writes++;
-      else errors++;
-    });
-    req.on('error', () => {});
-    req.end(Buffer.concat([frame, message]));
-  };
-  while (Date.now() - started < secs * 1000) {
-    const due = Math.floor(((Date.now() - started) / 1000) * perSecond);
-    while (sent < due && inFlight < maxInFlight) put(sent++);
-    await sleep(2);
-  }
-  while (inFlight > 0) await sleep(5);
-  session.close();
-  return { writes, errors, seconds: (Date.now() - started) / 1000 };
-}
-
-function field(n: number, bytes: Buffer): Buffer {
-  const varint = (v: number) => {
-    const out: number[] = [];
-    while (v >= 0x80) {
-      out.push((v & 0x7f) | 0x80);
-      v >>>= 7;
-    }
-    out.push(v);
-    return Buffer.from(out);
-  };
-  return Buffer.concat([varint((n << 3) | 2), varint(bytes.length), bytes]);
 }
 
 /** For every benchmark event in the deltas: when its delta was stored (file time) minus when it was written. */

@@ -2,13 +2,14 @@
 // wall time and peak RSS side by side. Usage: node scripts/bench/snapshot-save.ts [--keys 200000] [--runs 3]
 // Targets (issue #2): within 1.3x of etcdctl's time with compression on; peak RSS under 150 MB.
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startCluster } from '@etcd-steward/testing';
 import { loadConfigMaps } from './config-maps.ts';
-import { measure, median, printTable } from './measure.ts';
+import { median, printTable } from './measure.ts';
+import { measureEtcdctlSave, measureSave } from './save-run.ts';
 
 const { values } = parseArgs({
   options: {
@@ -27,7 +28,6 @@ wrap it in flock so that benchmarks do not overlap.`);
 }
 const keys = Number(values.keys);
 const runs = Number(values.runs);
-const root = new URL('../..', import.meta.url).pathname;
 const work = await mkdtemp(join(tmpdir(), 'bench-snapshot-'));
 const cluster = await startCluster();
 try {
@@ -56,35 +56,18 @@ try {
       name: 'etcdctl snapshot save',
       run: async (i) => {
         const file = join(work, `etcdctl-${i}.db`);
-        const m = await measure('etcdctl', ['--endpoints', endpoint, 'snapshot', 'save', file], {
-          env: { ETCDCTL_API: '3' },
-        });
-        if (m.code !== 0) throw new Error(`etcdctl failed: ${m.stderr}`);
-        const bytes = (await stat(file)).size;
+        const m = await measureEtcdctlSave(endpoint, file);
         await rm(file);
-        return { ...m, bytes };
+        return m;
       },
     },
     ...(['zstd', 'gzip'] as const).map((compression) => ({
       name: `etcd-snapshot save (${compression})`,
       run: async (i: number) => {
         const store = join(work, `store-${compression}-${i}`);
-        const m = await measure(process.execPath, [
-          join(root, 'packages/snapshot/bin/etcd-snapshot.js'),
-          'save',
-          '--endpoints',
-          endpoint,
-          '--store',
-          `file://${store}`,
-          '--compression',
-          compression,
-          '--output',
-          'json',
-        ]);
-        if (m.code !== 0) throw new Error(`etcd-snapshot failed: ${m.stderr}`);
-        const bytes = JSON.parse(m.stdout).storedBytes as number;
+        const m = await measureSave(endpoint, store, compression);
         await rm(store, { recursive: true });
-        return { ...m, bytes };
+        return m;
       },
     })),
   ];

@@ -5,6 +5,7 @@ import {
   type PutOptions,
   type SnapStore,
   type StoredObject,
+  storeFile,
 } from '@etcd-steward/core';
 
 /** This sidecar is no longer (or not yet) the leader, so it must not write. */
@@ -37,6 +38,11 @@ export class FencedStore implements SnapStore {
       throw err;
     }
     return this.inner.put(name, body, options);
+  }
+
+  async putFile(name: string, path: string, options?: PutOptions): Promise<void> {
+    await this.fence();
+    return storeFile(this.inner, name, path, options);
   }
 
   async delete(name: string): Promise<void> {

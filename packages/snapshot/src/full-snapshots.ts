@@ -142,6 +142,7 @@ export class FullSnapshots {
         final,
         logger: this.logger,
         signal: this.options.signal,
+        isolated: true,
       });
     } catch (err) {
       if (!this.options.signal.aborted) {

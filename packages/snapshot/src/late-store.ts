@@ -11,6 +11,7 @@ import {
   redact,
   type SnapStore,
   type StoredObject,
+  storeFile,
 } from '@etcd-steward/core';
 
 /**
@@ -64,6 +65,10 @@ export class LateStore implements SnapStore {
       throw err;
     }
     return store.put(name, body, options);
+  }
+
+  async putFile(name: string, path: string, options?: PutOptions): Promise<void> {
+    return storeFile(await this.store(), name, path, options);
   }
 
   async get(name: string, options?: GetOptions): Promise<Readable> {

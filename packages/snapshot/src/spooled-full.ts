@@ -38,6 +38,7 @@ export async function spoolFullSnapshot(options: {
     compression: options.compression,
     tempDir: options.tempDir,
     signal: options.signal,
+    isolated: true,
     // Its closing line would say the snapshot is in the store; only its progress is passed on.
     logger: {
       json: logger.json,

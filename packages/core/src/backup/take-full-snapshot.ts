@@ -1,19 +1,16 @@
-import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import { OperationError } from '../common/errors.js';
 import { type Logger, silentLogger } from '../common/logger.js';
-import { boundedMemory } from '../common/memory-bound.js';
-import { byteProgress } from '../common/progress.js';
 import type { EtcdConnection } from '../etcd/etcd-client.js';
 import { reachMember } from '../etcd/etcd-status.js';
-import { openSnapshotStream } from '../etcd/snapshot-stream.js';
-import { type CompressionPolicy, compressionSuffix, compressor } from '../format/compression.js';
-import { FullSnapshotCheck } from '../format/full-snapshot-check.js';
+import { type CompressionPolicy, compressionSuffix } from '../format/compression.js';
 import { parseSnapshotName, type SnapshotRef, snapshotName } from '../format/snapshot-name.js';
 import type { SnapStore } from '../store/snapstore.js';
-import { METADATA_SHA256, StoredDigest } from '../store/stored-digest.js';
+import { storeFile } from '../store/store-file.js';
+import { METADATA_SHA256 } from '../store/stored-digest.js';
+import { snapshotToFileInChild } from './isolated-snapshot.js';
+import { snapshotToFile } from './snapshot-to-file.js';
 
 export interface FullSnapshotOptions {
   /** Status and the snapshot itself streams over its own HTTP/2 connection (snapshot-stream.ts). */
@@ -27,6 +24,11 @@ export interface FullSnapshotOptions {
   logger?: Logger;
   signal?: AbortSignal;
   now?: () => Date;
+  /**
+   * Take it in a short-lived child process (isolated-snapshot.ts), for a long-running caller whose memory must
+   * not keep what a snapshot needs for a few seconds; a one-off program gains nothing from it.
+   */
+  isolated?: boolean;
 }
 
 export interface SavedFullSnapshot {
@@ -46,9 +48,9 @@ export const METADATA_ETCD_VERSION = 'etcd-version';
 export const METADATA_DB_SIZE = 'db-size';
 
 /**
- * etcd → verify (sha256 trailer) → compress → temp file → store. The db streams through in bounded
- * memory; its revision is read from the content itself on the way, because the object name must carry
- * it and a 3.4 stream does not say it. Nothing reaches the store unless the trailer matched.
+ * etcd → verify (sha256 trailer) → compress → temp file (snapshot-to-file.ts) → store. The revision is read
+ * from the content itself on the way, because the object name must carry it and a 3.4 stream does not say
+ * it. Nothing reaches the store unless the trailer matched.
  */
 export async function takeFullSnapshot(options: FullSnapshotOptions): Promise<SavedFullSnapshot> {
   const logger = options.logger ?? silentLogger;
@@ -58,24 +60,15 @@ export async function takeFullSnapshot(options: FullSnapshotOptions): Promise<Sa
   const workDir = await mkdtemp(join(options.tempDir, 'etcd-snapshot-'));
   try {
     const temp = join(workDir, 'snapshot');
-    const check = new FullSnapshotCheck('the snapshot etcd sent');
+    const { connection, compression, signal } = options;
+    const request = { connection, endpoint, token, dbSize: status.dbSize, compression, file: temp };
+    // Encrypted on the pass that writes the file when the store encrypts (reading it again would add a pass);
+    // the key stays in this process, so an encrypting store takes the snapshot here.
     const sealer = options.store.sealer?.();
-    // An encrypted snapshot's tags authenticate every stored byte; a sha256 of them too would cost this pass as
-    // much CPU again as the encryption (docs/encryption.md §1).
-    const stored = new StoredDigest(!sealer);
-    await pipeline(
-      openSnapshotStream(options.connection, { endpoint, token, signal: options.signal }),
-      boundedMemory(),
-      byteProgress(logger, 'snapshot', status.dbSize),
-      check,
-      compressor(options.compression, { parallel: true }),
-      stored,
-      // Encrypted on this pass when the store encrypts: reading the file again to encrypt it would add a pass.
-      ...(sealer ? [sealer] : []),
-      createWriteStream(temp),
-      { signal: options.signal },
-    );
-    const facts = check.facts();
+    const { facts, storedSha256, storedSize } =
+      options.isolated && !sealer
+        ? await snapshotToFileInChild(request, logger, signal)
+        : await snapshotToFile(request, logger, signal, sealer);
     const name = await unusedName(options.store, {
       kind: 'Full',
       startRevision: 0,
@@ -88,20 +81,18 @@ export async function takeFullSnapshot(options: FullSnapshotOptions): Promise<Sa
       signal: options.signal,
       sealed: sealer !== undefined,
       metadata: {
-        ...(sealer ? {} : { [METADATA_SHA256]: stored.sha256() }),
+        ...(storedSha256 ? { [METADATA_SHA256]: storedSha256 } : {}),
         [METADATA_ETCD_VERSION]: status.version,
         [METADATA_DB_SIZE]: String(facts.size),
       },
     };
-    await (options.store.putFile
-      ? options.store.putFile(name, temp, put)
-      : options.store.put(name, createReadStream(temp), put));
+    await storeFile(options.store, name, temp, put);
     const ref = parseSnapshotName(name)!;
     const result = {
       ref,
       revision: facts.revision,
       dbSize: facts.size,
-      storedSize: stored.size,
+      storedSize,
       etcdVersion: status.version,
       durationMs: Date.now() - started,
     };
@@ -109,7 +100,7 @@ export async function takeFullSnapshot(options: FullSnapshotOptions): Promise<Sa
       name,
       revision: facts.revision,
       dbBytes: facts.size,
-      storedBytes: stored.size,
+      storedBytes: storedSize,
     });
     return result;
   } finally {

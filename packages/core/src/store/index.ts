@@ -17,5 +17,6 @@ export { DEFAULT_RETRY_POLICY, isTransient, RetryingStore, type RetryPolicy } fr
 export type { S3Store } from './s3/s3-store.js';
 export * from './snapstore.js';
 export * from './source-credentials.js';
+export * from './store-file.js';
 export * from './store-url.js';
 export * from './stored-digest.js';

@@ -1,0 +1,33 @@
+import { errorMessage } from '../common/errors.js';
+import type { Logger } from '../common/logger.js';
+import type { SnapshotChildMessage } from './isolated-snapshot.js';
+import { type SnapshotToFileRequest, snapshotToFile } from './snapshot-to-file.js';
+
+// The child side of isolated-snapshot.ts: one snapshot written to its file, the outcome sent back.
+const send = (m: SnapshotChildMessage) => process.send!(m);
+const logger: Logger = {
+  json: true,
+  info: (msg, fields = {}) => send({ type: 'log', level: 'info', msg, fields }),
+  warn: (msg, fields = {}) => send({ type: 'log', level: 'warn', msg, fields }),
+  error: (msg, fields = {}) => send({ type: 'log', level: 'warn', msg, fields }),
+  progress: (msg, fields) => send({ type: 'log', level: 'progress', msg, fields }),
+};
+let finished = false;
+// Without its parent nobody takes the file: stop.
+process.on('disconnect', () => {
+  if (!finished) process.exit(1);
+});
+process.on('message', (m: { type: string; request?: SnapshotToFileRequest }) => {
+  if (m.type === 'start' && m.request) void run(m.request);
+});
+
+async function run(request: SnapshotToFileRequest): Promise<void> {
+  let outcome: SnapshotChildMessage;
+  try {
+    outcome = { type: 'done', result: await snapshotToFile(request, logger) };
+  } catch (err) {
+    outcome = { type: 'failed', message: errorMessage(err) };
+  }
+  finished = true;
+  process.send!(outcome, () => process.disconnect());
+}
