@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import type { Argv } from 'yargs';
 import yargs from 'yargs';
@@ -6,6 +7,11 @@ import { errorMessage, StewardError, UsageError } from '../common/errors.js';
 import { createLogger, type Logger } from '../common/logger.js';
 import { storeUrlFromProviderFlags } from '../store/provider-flags.js';
 import { resolveFlags } from './flag-sources.js';
+
+/** The toolkit's version, one for all its programs: core's, which every program is built with. */
+export const toolkitVersion: string = JSON.parse(
+  readFileSync(new URL('../../package.json', import.meta.url), 'utf8'),
+).version;
 
 /**
  * What every program shares on its command line. Precedence: flags > environment (`ETCD_STEWARD_<FLAG>`,
@@ -39,7 +45,8 @@ export function programArgs(name: string, argv = hideBin(process.argv)): Argv {
       .wrap(Math.min(120, process.stdout.columns || 100))
       .fail((msg, err) => reportUsage(err ?? new UsageError(`${msg} (see --help)`)))
       .help()
-      .version(false)
+      .alias('help', 'h')
+      .version(toolkitVersion)
   );
 }
 
