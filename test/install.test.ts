@@ -10,7 +10,7 @@ const run = promisify(execFile);
 const root = fileURLToPath(new URL('..', import.meta.url));
 const path = tempDir('install-');
 // A user's shell: system folders only, so the launchers cannot lean on the Node or pnpm of this test run.
-const userEnv = () => ({ PATH: '/usr/sbin:/usr/bin:/sbin:/bin', HOME: path('home') });
+const userEnv = () => ({ PATH: '/usr/sbin:/usr/bin:/sbin:/bin', HOME: process.env.HOME });
 
 async function programs(): Promise<string[]> {
   const names: string[] = [];

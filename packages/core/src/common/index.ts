@@ -16,3 +16,4 @@ export * from './memory-bound.js';
 export * from './ordered-prefetch.js';
 export * from './progress.js';
 export * from './protobuf-wire.js';
+export * from './terminal-style.js';
