@@ -43,7 +43,7 @@ export function programArgs(name: string, argv = hideBin(process.argv)): Argv {
         const level = args['log-level'] as LogLevel;
         if (LOG_LEVELS.includes(level)) logLevel = level;
       }, true)
-      .completion('completion', 'Print a bash or zsh completion script: eval "$($0 completion)" in ~/.bashrc')
+      .completion('completion', 'Print a bash or zsh completion script, to source from ~/.bashrc or ~/.zshrc')
       // yargs passes itself to middleware, though its types do not say so.
       .middleware(
         (async (args: Record<string, unknown>, y: Argv) => {
