@@ -35,7 +35,7 @@ describe('etcd-compact on a small chain: bad usage, failures, a final chain', ()
     [['--etcd-defrag-timeout', '10'], /--etcd-defrag-timeout "10" is not a duration/],
     [['--compression', 'lz4'], /compression.*lz4/],
     [['--max-fetchers', '0'], /--max-fetchers "0" must be a whole number from 1 to 64/],
-    [['--work-dir', '/nonexistent/compact'], /--work-dir \/nonexistent\/compact does not exist/],
+    [['--temp-dir', '/nonexistent/compact'], /--temp-dir \/nonexistent\/compact does not exist/],
     [['--etcd-bin-dir', '/nonexistent'], /no etcd binary in --etcd-bin-dir \/nonexistent/],
     [['--defragment=maybe'], /defragment/],
     [['--lock-ttl', '10s'], /--lock-ttl must be at least 30s/],

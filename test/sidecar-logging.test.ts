@@ -28,7 +28,7 @@ it('logs each state change once, each stored snapshot with its revisions, and "s
   onTestFinished(() => sidecar.kill());
   await waitFor(
     'the start-up full snapshot',
-    async () => (await metric(sidecar.url, 'etcdbr_snapshot_latest_revision', 'kind="Full"')) ?? 0,
+    async () => ((await metric(sidecar.url, 'etcdbr_snapshot_latest_revision', 'kind="Full"')) ?? 0) > 0,
   );
   await client.put('/b').value('2');
   await firstDelta(sidecar.url);

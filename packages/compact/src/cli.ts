@@ -28,15 +28,17 @@ function timeout(args: Record<string, unknown>, flag: string): number {
 
 await programArgs('etcd-compact')
   .usage(
-    '$0 --store URL [--work-dir DIR]\n\nFold the newest full snapshot and the deltas after it into one new full snapshot at their last revision (compacted, defragmented, verified), so that the next restore starts there. Adds one object to the store and deletes nothing. Holds the store lock etcd-gc takes from its plan to the put: exit 1 when another gc or compaction holds it. Run it as a CronJob, never inside the sidecar.',
+    '$0 --store URL [--temp-dir DIR]\n\nFold the newest full snapshot and the deltas after it into one new full snapshot at their last revision (compacted, defragmented, verified), so that the next restore starts there. Adds one object to the store and deletes nothing. Run it as a CronJob, never inside the sidecar.',
   )
   .command(
     '$0',
     false,
     (y) =>
       storeOption(y)
-        .option('work-dir', {
+        // --temp-dir as in etcd-snapshot; --work-dir, its first name here, still works.
+        .option('temp-dir', {
           type: 'string',
+          alias: 'work-dir',
           default: tmpdir(),
           describe:
             'Scratch space for the restored chain, its private etcd and the new snapshot (about three times the db size); a folder inside it is cleared on every run',
@@ -93,7 +95,7 @@ await programArgs('etcd-compact')
         }
         const settings = {
           store: args.store,
-          workDir: args['work-dir'],
+          workDir: args['temp-dir'],
           defragment: args.defragment,
           snapshotTimeoutMs: timeout(args, 'etcd-snapshot-timeout'),
           defragTimeoutMs: timeout(args, 'etcd-defrag-timeout'),
@@ -106,7 +108,7 @@ await programArgs('etcd-compact')
         };
         if (settings.lockTtlMs < 30_000) throw new UsageError('--lock-ttl must be at least 30s');
         await checkLocalStore(args.store);
-        await checkLocalDir(settings.workDir, '--work-dir', { mustExist: true });
+        await checkLocalDir(settings.workDir, '--temp-dir', { mustExist: true });
         const { binaries, plan } = await checkCompaction({ ...settings, signal });
         const printPlan = (p: typeof plan) =>
           process.stdout.write(

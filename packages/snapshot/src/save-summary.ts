@@ -1,4 +1,4 @@
-import { formatBytes, type SavedFullSnapshot } from '@etcd-steward/core';
+import { formatBytes, resultStyle, type SavedFullSnapshot } from '@etcd-steward/core';
 
 /** What `save` prints: the object, the revision it holds and its sizes (the db as etcd sent it, and as stored). */
 export function saveSummary(saved: SavedFullSnapshot, location: string, output: 'text' | 'json'): string {
@@ -12,5 +12,5 @@ export function saveSummary(saved: SavedFullSnapshot, location: string, output: 
       seconds: saved.durationMs / 1000,
     })}\n`;
   }
-  return `saved ${location}/${saved.ref.name} (revision ${saved.revision}, db ${formatBytes(saved.dbSize)}, stored ${formatBytes(saved.storedSize)})\n`;
+  return `${resultStyle.green.bold('saved')} ${location}/${saved.ref.name} (revision ${saved.revision}, db ${formatBytes(saved.dbSize)}, stored ${formatBytes(saved.storedSize)})\n`;
 }

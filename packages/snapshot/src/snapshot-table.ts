@@ -1,4 +1,4 @@
-import { type CatalogEntry, compressionName, formatBytes } from '@etcd-steward/core';
+import { type CatalogEntry, compressionName, formatBytes, resultStyle } from '@etcd-steward/core';
 
 /** One snapshot as `list` prints it; the text table shows the same fields under the same names. */
 export interface ListedSnapshot {
@@ -59,5 +59,7 @@ export function formatSnapshotTable(listing: readonly ListedSnapshot[]): string 
         .join('  ')
         .trimEnd(),
     )
+    // Styled after padding: escape codes would count as width.
+    .map((text, i) => (i === 0 ? resultStyle.bold(text) : text))
     .join('\n')}\n`;
 }

@@ -1,5 +1,5 @@
 import { fork } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { childEntry } from '../common/child-entry.js';
 import { OperationError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { SnapshotFile, SnapshotToFileRequest } from './snapshot-to-file.js';
@@ -29,7 +29,7 @@ export function snapshotToFileInChild(
 ): Promise<SnapshotFile> {
   return new Promise((resolve, reject) => {
     signal?.throwIfAborted();
-    const entry = fileURLToPath(new URL('./isolated-snapshot-process.js', import.meta.url));
+    const entry = childEntry(import.meta.url, './isolated-snapshot-process.js');
     const child = fork(entry, [], {
       execArgv: HEAP_FLAGS,
       env: { ...process.env, MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '1' },

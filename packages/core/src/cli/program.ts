@@ -1,12 +1,21 @@
+import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import type { Argv } from 'yargs';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { errorMessage, StewardError, UsageError } from '../common/errors.js';
-import { createLogger, type Logger } from '../common/logger.js';
+import { createLogger, LOG_LEVELS, type Logger, type LogLevel } from '../common/logger.js';
 import { readKeyFile } from '../format/encryption-keys.js';
 import { storeUrlFromProviderFlags } from '../store/provider-flags.js';
 import { resolveFlags } from './flag-sources.js';
+
+/** The toolkit's version, one for all its programs: core's, which every program is built with. */
+export const toolkitVersion: string = JSON.parse(
+  readFileSync(new URL('../../package.json', import.meta.url), 'utf8'),
+).version;
+
+/** `--log-level` as parsed; what runProgram's and reportUsage's loggers show. */
+let logLevel: LogLevel = 'info';
 
 /**
  * What every program shares on its command line. Precedence: flags > environment (`ETCD_STEWARD_<FLAG>`,
@@ -25,6 +34,17 @@ export function programArgs(name: string, argv = hideBin(process.argv)): Argv {
         default: 'text' as const,
         describe: 'Result format on stdout; logs go to stderr (JSON lines when not a terminal)',
       })
+      .option('log-level', {
+        choices: LOG_LEVELS,
+        default: 'info' as const,
+        describe: 'The least severe log lines shown on stderr: error, warn, or info (with progress)',
+      })
+      // Before validation, so that a usage error is logged as asked; an unknown level is left to validation.
+      .middleware((args) => {
+        const level = args['log-level'] as LogLevel;
+        if (LOG_LEVELS.includes(level)) logLevel = level;
+      }, true)
+      .completion('completion', 'Print a bash or zsh completion script, to source from ~/.bashrc or ~/.zshrc')
       // yargs passes itself to middleware, though its types do not say so.
       .middleware(
         (async (args: Record<string, unknown>, y: Argv) => {
@@ -40,7 +60,8 @@ export function programArgs(name: string, argv = hideBin(process.argv)): Argv {
       .wrap(Math.min(120, process.stdout.columns || 100))
       .fail((msg, err) => reportUsage(err ?? new UsageError(`${msg} (see --help)`)))
       .help()
-      .version(false)
+      .alias('help', 'h')
+      .version(toolkitVersion)
   );
 }
 
@@ -162,7 +183,7 @@ export async function runProgram(
   command: (ctx: CommandContext) => Promise<number | void>,
 ): Promise<never> {
   const output = outputFlag === 'json' ? 'json' : 'text';
-  const logger = createLogger({ json: output === 'json' ? true : undefined });
+  const logger = createLogger({ json: output === 'json' ? true : undefined, level: logLevel });
   const controller = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => {
     logger.warn(`received ${signal}: stopping`, {});
@@ -188,6 +209,6 @@ export async function runProgram(
 export function reportUsage(err: unknown): never {
   const code = err instanceof StewardError ? err.exitCode : 2;
   // One line, always: yargs spreads some messages (invalid choices) over several.
-  createLogger().error(errorMessage(err).replace(/\s*\n\s*/g, ' '));
+  createLogger({ level: logLevel }).error(errorMessage(err).replace(/\s*\n\s*/g, ' '));
   process.exit(code);
 }

@@ -6,6 +6,7 @@
 
 export * from './atomic-file.js';
 export * from './backoff.js';
+export * from './child-entry.js';
 export * from './errors.js';
 export * from './flag-values.js';
 export * from './format-bytes.js';
@@ -16,3 +17,4 @@ export * from './memory-bound.js';
 export * from './ordered-prefetch.js';
 export * from './progress.js';
 export * from './protobuf-wire.js';
+export * from './terminal-style.js';

@@ -1,3 +1,6 @@
+import ora, { type Ora } from 'ora';
+import { isLiveTerminal, terminalStyle } from './terminal-style.js';
+
 /**
  * Log lines on stderr: structured JSON (one object a line) when stderr is not a terminal or `--output
  * json` asked for it, short human lines on a terminal. Results go to stdout, so logs never mix with them.
@@ -5,34 +8,40 @@
  */
 export type LogFields = Record<string, unknown>;
 
+/** `--log-level`: the least severe lines shown; progress goes with info. */
+export const LOG_LEVELS = ['error', 'warn', 'info'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
 export interface Logger {
   info(msg: string, fields?: LogFields): void;
   warn(msg: string, fields?: LogFields): void;
   error(msg: string, fields?: LogFields): void;
-  /** Progress of a long operation; on a terminal one line redrawn in place. */
+  /** Progress of a long operation; on a terminal one live line, redrawn in place. */
   progress(msg: string, fields: LogFields): void;
   readonly json: boolean;
 }
 
-export function createLogger(options: { json?: boolean; quiet?: boolean; stream?: NodeJS.WriteStream } = {}): Logger {
+/** A live line that nothing updated for this long is stale (its work ended without a log line): it goes. */
+const STALE_PROGRESS_MS = 3000;
+
+export function createLogger(options: { json?: boolean; level?: LogLevel; stream?: NodeJS.WriteStream } = {}): Logger {
   const stream = options.stream ?? process.stderr;
   const json = options.json ?? !stream.isTTY;
-  let progressShown = false;
-  const clearProgress = () => {
-    if (progressShown) stream.write('\r\x1b[2K');
-    progressShown = false;
-  };
-  const line = (level: string, msg: string, fields: LogFields = {}) => {
-    if (options.quiet && level === 'info') return;
+  const shown = LOG_LEVELS.slice(0, LOG_LEVELS.indexOf(options.level ?? 'info') + 1) as readonly string[];
+  const style = terminalStyle(stream);
+  const live = new LiveLine(stream);
+  const line = (level: LogLevel, msg: string, fields: LogFields = {}) => {
+    if (!shown.includes(level)) return;
     if (json) {
       stream.write(`${JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields })}\n`);
       return;
     }
-    clearProgress();
+    live.clear();
     const extra = Object.entries(fields)
       .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
       .join(' ');
-    stream.write(`${level === 'info' ? '' : `${level}: `}${msg}${extra ? `  ${extra}` : ''}\n`);
+    const prefix = level === 'error' ? style.red.bold('error: ') : level === 'warn' ? style.yellow('warn: ') : '';
+    stream.write(`${prefix}${msg}${extra ? `  ${style.dim(extra)}` : ''}\n`);
   };
   return {
     json,
@@ -40,15 +49,71 @@ export function createLogger(options: { json?: boolean; quiet?: boolean; stream?
     warn: (msg, fields) => line('warn', msg, fields),
     error: (msg, fields) => line('error', msg, fields),
     progress(msg, fields) {
-      if (options.quiet) return;
-      if (json) return line('progress', msg, fields);
-      const extra = Object.entries(fields)
-        .map(([k, v]) => `${k}=${v}`)
-        .join(' ');
-      stream.write(`\r\x1b[2K${msg} ${extra}`);
-      progressShown = true;
+      if (!shown.includes('info')) return;
+      if (json) {
+        stream.write(`${JSON.stringify({ time: new Date().toISOString(), level: 'progress', msg, ...fields })}\n`);
+        return;
+      }
+      live.show(`${style.bold(msg)}  ${progressText(fields)}`);
     },
   };
+}
+
+/**
+ * The progress line on a terminal: a spinner beside the phase and its figures while work goes on. Where
+ * live lines are off (NO_COLOR) each update is plain text instead, rewritten in place with a carriage return.
+ */
+class LiveLine {
+  private spinner?: Ora;
+  private plainShown = false;
+  private staleTimer?: NodeJS.Timeout;
+
+  constructor(private readonly stream: NodeJS.WriteStream) {}
+
+  show(text: string): void {
+    clearTimeout(this.staleTimer);
+    this.staleTimer = setTimeout(() => this.clear(), STALE_PROGRESS_MS).unref();
+    // A terminal that reports no width (a pty nobody sized) gets plain lines: a spinner cannot count its rows there.
+    if (!isLiveTerminal(this.stream) || !(this.stream.columns > 0)) {
+      this.stream.write(`\r\x1b[2K${text}`);
+      this.plainShown = true;
+      return;
+    }
+    // stdin stays the program's: ora would otherwise take it over, and Ctrl+C with it.
+    this.spinner ??= ora({ stream: this.stream, discardStdin: false, isEnabled: true });
+    this.spinner.text = text;
+    if (!this.spinner.isSpinning) this.spinner.start();
+  }
+
+  clear(): void {
+    clearTimeout(this.staleTimer);
+    if (this.spinner?.isSpinning) this.spinner.stop();
+    if (this.plainShown) this.stream.write('\r\x1b[2K');
+    this.plainShown = false;
+  }
+}
+
+/** The figures a progress report carries, as a person reads them: "12.0 MB  37%  10.1 MB/s  ETA 6s". */
+function progressText(fields: LogFields): string {
+  const parts: string[] = [];
+  for (const [key, value] of Object.entries(fields)) {
+    if (value === undefined) continue;
+    if (key === 'mb') parts.push(`${value} MB`);
+    else if (key === 'percent') parts.push(`${value}%`);
+    else if (key === 'mbPerSecond') parts.push(`${value} MB/s`);
+    else if (key === 'revisionsPerSecond') parts.push(`${value} rev/s`);
+    else if (key === 'etaSeconds') parts.push(`ETA ${formatEta(Number(value))}`);
+    else if (key === 'of') parts[parts.length - 1] = `${parts.at(-1)}/${value}`;
+    else parts.push(`${key} ${value}`);
+  }
+  return parts.join('  ');
+}
+
+function formatEta(eta: number): string {
+  const seconds = Math.round(eta);
+  if (seconds < 60) return `${seconds}s`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)}m${String(seconds % 60).padStart(2, '0')}s`;
+  return `${Math.floor(seconds / 3600)}h${String(Math.floor(seconds / 60) % 60).padStart(2, '0')}m`;
 }
 
 /** For library callers and tests that want no output. */

@@ -1,7 +1,12 @@
 import { Transform } from 'node:stream';
 import type { Logger } from './logger.js';
 
-/** Counts bytes flowing through and reports them at most every `intervalMs`, with a rate and, given a total, a share. */
+/** Whole seconds until `remaining` more at `perSecond`, as a progress report's ETA. */
+export function etaSeconds(remaining: number, perSecond: number): number | undefined {
+  return perSecond > 0 && Number.isFinite(perSecond) ? Math.max(0, Math.round(remaining / perSecond)) : undefined;
+}
+
+/** Counts bytes flowing through and reports them at most every `intervalMs`, with a rate and, given a total, a share and an ETA. */
 export function byteProgress(logger: Logger, what: string, total?: number, intervalMs = 1000): Transform {
   const started = Date.now();
   let bytes = 0;
@@ -13,6 +18,7 @@ export function byteProgress(logger: Logger, what: string, total?: number, inter
       mb: mb.toFixed(1),
       ...(total ? { percent: Math.min(100, (100 * bytes) / total).toFixed(0) } : {}),
       mbPerSecond: seconds > 0 ? (mb / seconds).toFixed(1) : '0',
+      ...(total && bytes > 0 ? { etaSeconds: etaSeconds(total - bytes, bytes / seconds) } : {}),
     });
   };
   return new Transform({

@@ -1,4 +1,5 @@
 import type { Logger } from '../common/logger.js';
+import { etaSeconds } from '../common/progress.js';
 
 /**
  * Progress of many objects moving at once: objects done of all, bytes, rate. Reported at most every
@@ -41,6 +42,7 @@ export class CopyProgress {
       mb: (this.bytes / 1e6).toFixed(1),
       ...(this.totalBytes > 0 ? { percent: Math.min(100, (100 * this.bytes) / this.totalBytes).toFixed(0) } : {}),
       mbPerSecond: (this.rate() / 1e6).toFixed(1),
+      ...(this.totalBytes > 0 ? { etaSeconds: etaSeconds(this.totalBytes - this.bytes, this.rate()) } : {}),
     });
   }
 

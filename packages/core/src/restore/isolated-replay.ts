@@ -1,6 +1,6 @@
 import { fork } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import type { SnapshotChain } from '../backup/snapshot-chain.js';
+import { childEntry } from '../common/child-entry.js';
 import { IntegrityError, OperationError, UsageError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { EtcdBinaries } from '../etcd/etcd-binaries.js';
@@ -54,7 +54,7 @@ export function replayInChild(
   signal?: AbortSignal,
 ): Promise<ChainReplayResult & { peakRssBytes: number }> {
   return new Promise((resolve, reject) => {
-    const entry = fileURLToPath(new URL('./isolated-replay-process.js', import.meta.url));
+    const entry = childEntry(import.meta.url, './isolated-replay-process.js');
     // The scratch dir on its command line lets killRecordedChildren recognise it.
     const child = fork(entry, [request.engineDir], {
       execArgv: HEAP_FLAGS,

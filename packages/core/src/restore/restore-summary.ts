@@ -1,10 +1,11 @@
 import { formatBytes } from '../common/format-bytes.js';
+import { resultStyle } from '../common/terminal-style.js';
 import type { RestoreResult } from './restore.js';
 
 /** The final lines a person reads: what was restored, from what, what was lost or skipped, and what it cost. */
 export function formatSummary(result: RestoreResult): string {
   const lines = [
-    `restored ${result.dataDir} at revision ${result.revision} (${result.keys} keys)`,
+    `${resultStyle.green.bold('restored')} ${result.dataDir} at revision ${result.revision} (${result.keys} keys)`,
     `  from ${result.snapshot}${result.deltas.length > 0 ? ` and ${result.deltas.length} delta(s), replayed by ${result.replay}` : ''}`,
     `  verified by ${result.verify === 'check' ? 'a full check of the data dir and its db file' : 'etcd started on a copy'}${result.fingerprint ? `; keyspace sha256 ${result.fingerprint.sha256}` : ''}`,
     `  in ${(result.durationMs / 1000).toFixed(1)} s, peak memory ${formatBytes(result.peakRssBytes)} (this process), ${formatBytes(result.replayPeakRssBytes)} (replay)`,
@@ -12,7 +13,7 @@ export function formatSummary(result: RestoreResult): string {
   for (const s of result.skipped) lines.push(`  skipped ${s.name}: ${s.reason}`);
   if (result.lost) {
     lines.push(
-      `  LOST revisions ${result.lost.fromRevision}..${result.lost.toRevision}${result.lost.delta ? ` (${result.lost.delta})` : ''}: ${result.lost.reason}`,
+      `  ${resultStyle.red.bold('LOST')} revisions ${result.lost.fromRevision}..${result.lost.toRevision}${result.lost.delta ? ` (${result.lost.delta})` : ''}: ${result.lost.reason}`,
     );
   }
   return `${lines.join('\n')}\n`;

@@ -1,4 +1,5 @@
 import { formatBytes } from '../common/format-bytes.js';
+import { resultStyle } from '../common/terminal-style.js';
 import type { PruneReport } from './prune-store.js';
 import type { Decision } from './retention-plan.js';
 
@@ -77,7 +78,22 @@ export function formatPruneTable(report: PruneReport): string {
       .map((v, i) => (i === c.length - 1 ? v : v.padEnd(widths[i])))
       .join('  ')
       .trimEnd();
-  return [line(header), ...cells.map(line), '', formatPruneSummary(summarize(report, rows)), ''].join('\n');
+  // Styled after padding: escape codes would count as width.
+  const styled = (c: string[], i: number) => {
+    const text = line(c);
+    return rows[i].action === 'keep'
+      ? text
+      : rows[i].result === 'failed'
+        ? resultStyle.red.bold(text)
+        : resultStyle.red(text);
+  };
+  return [
+    resultStyle.bold(line(header)),
+    ...cells.map(styled),
+    '',
+    formatPruneSummary(summarize(report, rows)),
+    '',
+  ].join('\n');
 }
 
 export function formatPruneSummary(s: PruneSummary): string {

@@ -1,3 +1,5 @@
+import { resultStyle } from '../common/terminal-style.js';
+
 /**
  * What a data-dir check concludes, each with its own exit code so that an init container's caller (or a
  * script) can act on it. 1 stays "the program failed" and 2 "bad usage", as in every program.
@@ -54,5 +56,6 @@ export interface DataDirReport {
 
 /** The verdict line: "valid: …", "restore needed: …". */
 export function formatVerdict(report: DataDirReport): string {
-  return `${VERDICTS[report.verdict].wording}: ${report.reason}\n`;
+  const colour = report.verdict === 'valid' ? resultStyle.green : resultStyle.red;
+  return `${colour.bold(VERDICTS[report.verdict].wording)}: ${report.reason}\n`;
 }
