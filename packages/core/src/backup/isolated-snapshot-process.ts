@@ -1,17 +1,10 @@
+import { parentLogger } from '../common/child-process.js';
 import { errorMessage } from '../common/errors.js';
-import type { Logger } from '../common/logger.js';
 import type { SnapshotChildMessage } from './isolated-snapshot.js';
 import { type SnapshotToFileRequest, snapshotToFile } from './snapshot-to-file.js';
 
 // The child side of isolated-snapshot.ts: one snapshot written to its file, the outcome sent back.
-const send = (m: SnapshotChildMessage) => process.send!(m);
-const logger: Logger = {
-  json: true,
-  info: (msg, fields = {}) => send({ type: 'log', level: 'info', msg, fields }),
-  warn: (msg, fields = {}) => send({ type: 'log', level: 'warn', msg, fields }),
-  error: (msg, fields = {}) => send({ type: 'log', level: 'warn', msg, fields }),
-  progress: (msg, fields) => send({ type: 'log', level: 'progress', msg, fields }),
-};
+const logger = parentLogger();
 let finished = false;
 // Without its parent nobody takes the file: stop.
 process.on('disconnect', () => {

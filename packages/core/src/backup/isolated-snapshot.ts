@@ -1,11 +1,11 @@
 import { fork } from 'node:child_process';
-import { childEntry } from '../common/child-entry.js';
+import { type ChildLogMessage, childEntry } from '../common/child-process.js';
 import { OperationError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { SnapshotFile, SnapshotToFileRequest } from './snapshot-to-file.js';
 
 export type SnapshotChildMessage =
-  | { type: 'log'; level: 'info' | 'warn' | 'progress'; msg: string; fields: Record<string, unknown> }
+  | ChildLogMessage
   | { type: 'done'; result: SnapshotFile }
   | { type: 'failed'; message: string };
 

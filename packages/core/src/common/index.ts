@@ -6,7 +6,7 @@
 
 export * from './atomic-file.js';
 export * from './backoff.js';
-export * from './child-entry.js';
+export * from './child-process.js';
 export * from './errors.js';
 export * from './flag-values.js';
 export * from './format-bytes.js';

@@ -1,19 +1,12 @@
+import { parentLogger } from '../common/child-process.js';
 import { errorMessage } from '../common/errors.js';
-import type { Logger } from '../common/logger.js';
 import { type ChainReplayResult, replayChain } from '../replay/replay-chain.js';
 import { openStore } from '../store/location.js';
 import type { ChildMessage, IsolatedReplayRequest } from './isolated-replay.js';
 import { createReplayEngine } from './replay-method.js';
 
 // The child side of isolated-replay.ts: one chain replayed, its outcome sent back.
-const send = (m: ChildMessage) => process.send!(m);
-const logger: Logger = {
-  json: true,
-  info: (msg, fields = {}) => send({ type: 'log', level: 'info', msg, fields }),
-  warn: (msg, fields = {}) => send({ type: 'log', level: 'warn', msg, fields }),
-  error: (msg, fields = {}) => send({ type: 'log', level: 'warn', msg, fields }),
-  progress: (msg, fields) => send({ type: 'log', level: 'progress', msg, fields }),
-};
+const logger = parentLogger();
 const controller = new AbortController();
 let finished = false;
 // Without its parent nobody waits for the result: stop (the exit handlers stop a private etcd too).

@@ -1,6 +1,6 @@
 import { fork } from 'node:child_process';
 import type { SnapshotChain } from '../backup/snapshot-chain.js';
-import { childEntry } from '../common/child-entry.js';
+import { type ChildLogMessage, childEntry } from '../common/child-process.js';
 import { IntegrityError, OperationError, UsageError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { EtcdBinaries } from '../etcd/etcd-binaries.js';
@@ -31,7 +31,7 @@ export interface IsolatedReplayRequest {
 }
 
 export type ChildMessage =
-  | { type: 'log'; level: 'info' | 'warn' | 'progress'; msg: string; fields: Record<string, unknown> }
+  | ChildLogMessage
   | { type: 'done'; result: ChainReplayResult; peakRssBytes: number }
   | { type: 'failed'; name: string; message: string };
 
