@@ -146,16 +146,16 @@ export async function keyspaceOnceStored(client: Etcd3, url: string): Promise<Ke
   return source;
 }
 
-/** Polls `probe` until it answers something truthy (a count or revision of 0 is "not yet"), and returns that. */
+/** Polls `probe` until it answers something but undefined or false (0 is an answer: compare counts), returns it. */
 export async function waitFor<T>(
   what: string,
-  probe: () => Promise<T | undefined | false | 0 | ''>,
+  probe: () => Promise<T | undefined | false>,
   timeoutMs = 30_000,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe().catch(() => undefined);
-    if (value) return value as T;
+    if (value !== undefined && value !== false) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(100);
   }

@@ -25,7 +25,7 @@ it('a shared --temp-dir keeps what others put there; the sidecar clears only its
   onTestFinished(() => sidecar.kill());
   await waitFor(
     'the start-up full snapshot',
-    async () => (await metric(sidecar.url, 'etcdbr_snapshot_latest_revision', 'kind="Full"')) ?? 0,
+    async () => ((await metric(sidecar.url, 'etcdbr_snapshot_latest_revision', 'kind="Full"')) ?? 0) > 0,
   );
   expect(await sidecar.stop()).toBe(0);
   expect(await readFile(at('shared-tmp', 'someone-else', 'work.txt'), 'utf8')).toBe('precious');
