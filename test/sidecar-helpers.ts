@@ -99,7 +99,7 @@ export async function startSidecar(options: {
     if (child.exitCode !== null)
       throw new Error(`the sidecar exited with ${child.exitCode}: ${await readFile(logFile, 'utf8')}`);
     if ((await probe(url).catch(() => undefined)) !== undefined) break;
-    if (i > 200) throw new Error('the sidecar did not start serving in time');
+    if (i > 600) throw new Error('the sidecar did not start serving in time');
     await sleep(50);
   }
   return {
