@@ -171,6 +171,11 @@ it('1 member: a conflicting update is re-read and retried; the API server down d
   });
   onTestFinished(() => sidecar.kill());
   const client = cluster.client();
+  // After the start-up full snapshot, so that the workload goes into deltas (a slow start's full covers it all).
+  await waitFor(
+    'the start-up full snapshot',
+    async () => ((await metric(sidecar.url, 'etcdbr_snapshot_latest_revision', 'kind="Full"')) ?? 0) > 0,
+  );
   await writeWorkload(client, { keys: 100, valueSize: 100 });
   const revision = await etcdRevision(client);
   const deltaLease = () => server.get('leases', NAMESPACE, 'delta-snapshot-revisions');
