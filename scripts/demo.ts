@@ -40,7 +40,7 @@ try {
   const keys = join(work, 'keys');
   await writeFile(keys, `demo-1 ${randomBytes(32).toString('hex')}\n`, { mode: 0o400 });
   const key = ['--encryption-key-file', keys];
-  console.log(`$ echo "demo-1 $(openssl rand -hex 32)" > ${keys}`);
+  console.log(`$ (umask 077; echo "demo-1 $(openssl rand -hex 32)" > ${keys})`);
 
   step('the sidecar (etcd-snapshot run) writes encrypted delta snapshots while 5,000 more keys are written');
   const sidecarArgs = [

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, open, readdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, open, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ENCRYPTION_MAGIC, freePort, type KeyspaceFingerprint } from '@etcd-steward/core';
 import { startCluster, type TestCluster, writeWorkload } from '@etcd-steward/testing';
@@ -149,6 +149,42 @@ describe('client-side encryption through the programs (real etcd, processes)', (
     expect(kept.length).toBeLessThan(copies.size);
   });
 
+  it('an encrypted snapshot moved to another name is refused by verify and restore, naming both names', async () => {
+    // The first chain (a plain full and encrypted deltas) and the compacted full after it, one delta and that full
+    // swapped: each file now holds the other's object, sound and under the right key, but not under its name.
+    const names = [...(await heads(at('store')))];
+    const compacted = names.find(([name, head]) => name.startsWith('Full-') && encrypted(head))![0];
+    const delta = names.find(([name]) => name.startsWith('Incr-'))![0];
+    const dir = at('swapped');
+    await mkdir(join(dir, 'v2'), { recursive: true });
+    for (const [name] of names.filter(([name]) => name.startsWith('Incr-') || name <= compacted)) {
+      await copyFile(join(at('store'), 'v2', name), join(dir, 'v2', name));
+    }
+    await copyFile(join(at('store'), 'v2', compacted), join(dir, 'v2', delta));
+    await copyFile(join(at('store'), 'v2', delta), join(dir, 'v2', compacted));
+    const swapped = `file://${dir}`;
+
+    const verified = await runProgram('etcd-copy-backups', [
+      ...['verify', '--store', swapped, '--encryption-key-file', keys, '--output', 'json'],
+    ]);
+    expect(verified.code, verified.stderr).toBe(3);
+    const damaged = JSON.parse(verified.stdout).damaged as Array<{ name: string; problem: string }>;
+    expect(damaged.map((d) => [d.name, d.problem]).sort()).toEqual([
+      [
+        `v2/${compacted}`,
+        expect.stringContaining(`v2/${compacted} was encrypted as v2/${delta}: it was moved or swapped`),
+      ],
+      [`v2/${delta}`, expect.stringContaining(`v2/${delta} was encrypted as v2/${compacted}: it was moved or swapped`)],
+    ]);
+
+    const restored = await runProgram('etcd-restore', [
+      ...['--store', swapped, '--data-dir', at('swapped-data'), '--name', 'r0', '--encryption-key-file', keys],
+    ]);
+    expect(restored.code).toBe(1);
+    expect(errors(restored.stderr)).toContain(`v2/${delta} was encrypted as v2/${compacted}: it was moved or swapped`);
+    expect(existsSync(at('swapped-data'))).toBe(false);
+  });
+
   it('etcd-validate bootstrap restores an empty data dir from the encrypted store with the key', async () => {
     const peer = `http://127.0.0.1:${await freePort()}`;
     const dataDir = at('bootstrap', 'data');
@@ -165,9 +201,9 @@ describe('client-side encryption through the programs (real etcd, processes)', (
     expect(JSON.parse(res.stdout)).toMatchObject({ action: 'restore', restored: { revision: source.revision } });
   });
 
-  it('refuses a malformed key file with exit 2 before any work, naming the line and never the key', async () => {
+  it('refuses a malformed key file, or one others may read, with exit 2 before any work, never naming the key', async () => {
     const bad = at('bad-keys');
-    await writeFile(bad, `k1 ${k1}\nk3 ${k2.slice(2)}\n`);
+    await writeFile(bad, `k1 ${k1}\nk3 ${k2.slice(2)}\n`, { mode: 0o600 });
     const before = await readdir(join(at('store'), 'v2'));
     const res = await runProgram('etcd-snapshot', [
       ...['save', '--endpoints', cluster.endpoints[0], '--store', store(), '--encryption-key-file', bad],
@@ -180,5 +216,18 @@ describe('client-side encryption through the programs (real etcd, processes)', (
     expect(missing.code).toBe(2);
     expect(errors(missing.stderr)).toMatch(/cannot read the encryption key file \S+nope/);
     expect(await readFile(bad, 'utf8')).toContain('k3');
+
+    // a key file others may read, as ssh refuses a private key
+    const open = at('open-keys');
+    await writeFile(open, `k1 ${k1}\n`);
+    await chmod(open, 0o644);
+    const refused = await runProgram('etcd-snapshot', [
+      ...['save', '--endpoints', cluster.endpoints[0], '--store', store(), '--encryption-key-file', open],
+    ]);
+    expect(refused.code).toBe(2);
+    expect(errors(refused.stderr)).toBe(
+      `the encryption key file ${open} has mode 0644: group or others may read or change it; make it its owner's alone: chmod 600 ${open}`,
+    );
+    expect(await readdir(join(at('store'), 'v2'))).toEqual(before);
   });
 });

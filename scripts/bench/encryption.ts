@@ -147,7 +147,7 @@ try {
       let bytes = 0;
       await pipeline(
         Readable.from((function* () { for (let i = 0; i < ${mib}; i++) yield block; })()),
-        new ObjectCipher(keys.current),
+        new ObjectCipher(keys.current, 'bench'),
         new ObjectDecipher(keys, 'bench'),
         new Writable({ write(chunk, _enc, done) { bytes += chunk.length; done(); } }),
       );

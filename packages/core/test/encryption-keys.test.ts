@@ -1,6 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { parseKeyFile, UsageError } from '@etcd-steward/core';
-import { describe, expect, it } from 'vitest';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseKeyFile, readKeyFile, UsageError } from '@etcd-steward/core';
+import { describe, expect, it, onTestFinished } from 'vitest';
 
 describe('the key file of --encryption-key-file (docs/encryption.md §2)', () => {
   const hex = randomBytes(32).toString('hex');
@@ -35,6 +38,24 @@ describe('the key file of --encryption-key-file (docs/encryption.md §2)', () =>
       expect(err).toBeInstanceOf(UsageError);
       expect((err as Error).message).toMatch(says);
       expect((err as Error).message).not.toContain(hex.slice(2, 20));
+    }
+  });
+
+  it('refuses a key file that group or others may read or change, as ssh does, naming the file, its mode and the fix', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'key-file-'));
+    onTestFinished(() => rm(dir, { recursive: true, force: true }));
+    const file = join(dir, 'keys');
+    await writeFile(file, `k1 ${hex}\n`);
+    for (const mode of [0o644, 0o640, 0o604, 0o620]) {
+      await chmod(file, mode);
+      expect(() => readKeyFile(file)).toThrow(UsageError);
+      expect(() => readKeyFile(file)).toThrow(
+        `the encryption key file ${file} has mode 0${mode.toString(8)}: group or others may read or change it; make it its owner's alone: chmod 600 ${file}`,
+      );
+    }
+    for (const mode of [0o600, 0o400]) {
+      await chmod(file, mode);
+      expect(readKeyFile(file).current.id).toBe('k1');
     }
   });
 });

@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { appendFile, mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { OperationError } from '../common/errors.js';
 import { type Logger, silentLogger } from '../common/logger.js';
@@ -65,10 +65,13 @@ export async function takeFullSnapshot(options: FullSnapshotOptions): Promise<Sa
     // Encrypted on the pass that writes the file when the store encrypts (reading it again would add a pass);
     // the key stays in this process, so an encrypting store takes the snapshot here.
     const sealer = options.store.sealer?.();
-    const { facts, storedSha256, storedSize } =
-      options.isolated && !sealer
-        ? await snapshotToFileInChild(request, logger, signal)
-        : await snapshotToFile(request, logger, signal, sealer);
+    const {
+      facts,
+      storedSha256,
+      storedSize: written,
+    } = options.isolated && !sealer
+      ? await snapshotToFileInChild(request, logger, signal)
+      : await snapshotToFile(request, logger, signal, sealer);
     const name = await unusedName(options.store, {
       kind: 'Full',
       startRevision: 0,
@@ -77,6 +80,10 @@ export async function takeFullSnapshot(options: FullSnapshotOptions): Promise<Sa
       compression: compressionSuffix(options.compression),
       final: options.final ?? false,
     });
+    // The name, which binds the object to it (docs/encryption.md §1), is known only now.
+    const nameSeal = sealer?.nameSeal(name);
+    if (nameSeal) await appendFile(temp, nameSeal);
+    const storedSize = written + (nameSeal?.length ?? 0);
     const put = {
       signal: options.signal,
       sealed: sealer !== undefined,

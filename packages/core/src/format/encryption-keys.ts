@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import { errorMessage, UsageError } from '../common/errors.js';
 
 /** A key-encryption key: 32 bytes for AES-256, known by an id that each object records (docs/encryption.md §2). */
@@ -46,13 +46,27 @@ export function parseKeyFile(text: string, source: string): KeyRing {
   return { source, current: keys[0], byId: (id) => byId.get(id) };
 }
 
-/** Reads and parses `--encryption-key-file`; a UsageError (exit 2) when it cannot be read or is malformed. */
+/**
+ * Reads and parses `--encryption-key-file`; a UsageError (exit 2) when it cannot be read, is malformed, or is open
+ * to group or others, as ssh refuses such a private key: whoever can read the file can read every backup.
+ */
 export function readKeyFile(path: string): KeyRing {
   let text: string;
+  let mode: number;
+  let fd: number | undefined;
   try {
-    text = readFileSync(path, 'utf8');
+    fd = openSync(path, 'r');
+    mode = fstatSync(fd).mode & 0o777;
+    text = readFileSync(fd, 'utf8');
   } catch (err) {
     throw new UsageError(`cannot read the encryption key file ${path}: ${errorMessage(err)}`);
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+  if (mode & 0o077) {
+    throw new UsageError(
+      `the encryption key file ${path} has mode 0${mode.toString(8)}: group or others may read or change it; make it its owner's alone: chmod 600 ${path}`,
+    );
   }
   return parseKeyFile(text, path);
 }

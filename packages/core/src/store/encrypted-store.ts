@@ -1,6 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { pipeline, type Readable, type Transform } from 'node:stream';
+import { pipeline, type Readable } from 'node:stream';
 import { ObjectCipher, ObjectDecipher } from '../format/encryption.js';
 import type { KeyRing } from '../format/encryption-keys.js';
 import { parseSnapshotName } from '../format/snapshot-name.js';
@@ -29,7 +29,7 @@ export class EncryptedStore implements SnapStore {
     this.location = inner.location;
   }
 
-  sealer(): Transform | undefined {
+  sealer(): ObjectCipher | undefined {
     return this.keys && new ObjectCipher(this.keys.current);
   }
 
@@ -37,7 +37,7 @@ export class EncryptedStore implements SnapStore {
     const { sealed, ...rest } = options;
     if (!this.keys || !parseSnapshotName(name)) return this.inner.put(name, body, rest);
     if (sealed) return this.inner.put(name, body, this.withKeyId(rest));
-    const stream = pipeline(body, new ObjectCipher(this.keys.current), () => {});
+    const stream = pipeline(body, new ObjectCipher(this.keys.current, name), () => {});
     try {
       await this.inner.put(name, stream, this.withKeyId(rest));
     } catch (err) {
@@ -67,7 +67,7 @@ export class EncryptedStore implements SnapStore {
     // part of a snapshot otherwise.
     if (options.offset) return this.inner.get(name, options);
     const raw = await this.inner.get(name);
-    return pipeline(raw, new ObjectDecipher(this.keys, `${this.location}/${name}`), () => {});
+    return pipeline(raw, new ObjectDecipher(this.keys, name, `${this.location}/${name}`), () => {});
   }
 
   list(prefix?: string): Promise<StoredObject[]> {

@@ -1,5 +1,6 @@
-import type { Readable, Transform } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { OperationError } from '../common/errors.js';
+import type { ObjectCipher } from '../format/encryption.js';
 
 /** One object in a store, as a listing or stat returns it. `name` is relative to the store prefix. */
 export interface StoredObject {
@@ -56,9 +57,10 @@ export interface SnapStore {
   putFile?(name: string, path: string, options?: PutOptions): Promise<void>;
   /**
    * Optional: a stream that encrypts a snapshot as `put` would (encrypted-store.ts), for a writer that makes a
-   * file to store anyway, so that it encrypts on the same pass; undefined when the store does not encrypt.
+   * file to store anyway, so that it encrypts on the same pass; undefined when the store does not encrypt. The
+   * writer appends the cipher's `nameSeal(name)` once it knows the name.
    */
-  sealer?(): Transform | undefined;
+  sealer?(): ObjectCipher | undefined;
   /** Rejects with ObjectNotFoundError, before any byte is read, when there is no such object. */
   get(name: string, options?: GetOptions): Promise<Readable>;
   list(prefix?: string): Promise<StoredObject[]>;

@@ -241,7 +241,8 @@ export function describeConformance(provider: string, start: () => Promise<Confo
 
       it('detects a flipped byte, a cut tail, swapped chunks and a wrong or missing key, naming the object', async () => {
         const { raw, with: through, bytes } = await sealed();
-        const header = bytes.length - data.length - 4 * 16;
+        const nameSeal = name.length + 1 + 16;
+        const header = bytes.length - data.length - 4 * 16 - nameSeal;
         const chunk = DEFAULT_CHUNK_SIZE + 16;
         const at = (i: number) => header + i * chunk;
         const flipped = Buffer.from(bytes);
@@ -258,6 +259,7 @@ export function describeConformance(provider: string, start: () => Promise<Confo
           ['a tail cut inside a chunk', bytes.subarray(0, bytes.length - 100)],
           ['two chunks swapped', swapped],
           ['a header cut short', bytes.subarray(0, 40)],
+          ['the name seal cut off', bytes.subarray(0, bytes.length - nameSeal)],
         ];
         for (const [what, body] of damaged) {
           await raw.put(name, bodyOf(body));
@@ -279,6 +281,17 @@ export function describeConformance(provider: string, start: () => Promise<Confo
           expect((err as Error).message).toMatch(says);
           expect((err as Error).message).toContain(name);
         }
+      });
+
+      it('refuses an encrypted snapshot stored under another name than it was written for, naming both', async () => {
+        const { raw, with: through, bytes } = await sealed();
+        const other = 'v2/Full-00000000-00000012-1700000002.zst';
+        await raw.put(other, bodyOf(bytes));
+        const err = await readAll(await through(keys).get(other)).catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(IntegrityError);
+        expect((err as Error).message).toBe(
+          `${raw.location}/${other} was encrypted as ${name}: it was moved or swapped; put it back under that name, or delete it`,
+        );
       });
     });
   });
