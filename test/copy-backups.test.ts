@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
-import { readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { copyFile, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   freePort,
@@ -55,13 +57,17 @@ describe('etcd-copy-backups (programs as processes, real etcd, the store test se
     return { ...res, summary: res.code <= 1 && res.stdout ? JSON.parse(res.stdout) : undefined };
   }
 
-  async function restoreFingerprint(storeUrl: string, name: string): Promise<KeyspaceFingerprint> {
+  async function restoreFingerprint(
+    storeUrl: string,
+    name: string,
+    extra: string[] = [],
+  ): Promise<KeyspaceFingerprint> {
     const peerPort = await freePort();
     const peer = `http://127.0.0.1:${peerPort}`;
     const dataDir = at(name);
     const res = await runProgram('etcd-restore', [
       ...['--store', storeUrl, '--data-dir', dataDir, '--name', 'r0'],
-      ...['--initial-advertise-peer-urls', peer, '--initial-cluster-token', name, '--output', 'json'],
+      ...['--initial-advertise-peer-urls', peer, '--initial-cluster-token', name, '--output', 'json', ...extra],
     ]);
     expect(res.stderr).not.toMatch(/"level":"error"/);
     expect(res.code).toBe(0);
@@ -235,6 +241,119 @@ describe('etcd-copy-backups (programs as processes, real etcd, the store test se
     const partial = await contents(new LocalStore(at('from-truncated')));
     expect(partial.length).toBeLessThan(whole.length);
     for (const object of partial) expect(whole).toContain(object);
+  });
+
+  it('exports and imports encrypted snapshots as stored beside plain ones, checked with the key or as stored bytes without; refuses a tampered byte and a wrong key', async () => {
+    const keys = at('keys');
+    await writeFile(keys, `k1 ${randomBytes(32).toString('hex')}\n`, { mode: 0o600 });
+    const wrong = at('wrong-keys');
+    await writeFile(wrong, `k1 ${randomBytes(32).toString('hex')}\n`, { mode: 0o600 });
+    // A mixed store: the deltas encrypted, the full snapshot plain (written before encryption was turned on).
+    const plain = at('export-plain');
+    const mixed = at('export-mixed');
+    expect((await copy(s3.url('source'), `file://${plain}`, ['--newest-chain-only'])).code).toBe(0);
+    const encrypting = await copy(s3.url('source'), `file://${mixed}`, [
+      '--newest-chain-only',
+      '--encryption-key-file',
+      keys,
+    ]);
+    expect(encrypting.code, encrypting.stderr).toBe(0);
+    const full = chain.fulls.at(-1)!.name;
+    await copyFile(join(plain, full), join(mixed, full));
+    const deltas = chain.deltas.filter((d) => d.startRevision > chain.fulls.at(-1)!.revision).map((d) => d.name);
+    expect(deltas.length).toBeGreaterThan(0);
+    const exportTo = async (tar: string, extra: string[] = []) =>
+      runProgram('etcd-copy-backups', [
+        'export',
+        '--from',
+        `file://${mixed}`,
+        '--to',
+        tar,
+        '--output',
+        'json',
+        ...extra,
+      ]);
+    const importInto = async (tar: string, dir: string, extra: string[] = []) => {
+      const res = await runProgram('etcd-copy-backups', [
+        'import',
+        '--from',
+        tar,
+        '--to',
+        `file://${dir}`,
+        '--output',
+        'json',
+        ...extra,
+      ]);
+      return { ...res, summary: res.stdout ? JSON.parse(res.stdout) : undefined };
+    };
+
+    const withKey = await exportTo(at('mixed.tar'), ['--encryption-key-file', keys]);
+    expect(withKey.code, withKey.stderr).toBe(0);
+    expect(JSON.parse(withKey.stdout)).toMatchObject({ objects: 1 + deltas.length, storedBytesOnly: [] });
+    const keyless = await runProgram('etcd-copy-backups', [
+      'export',
+      '--from',
+      `file://${mixed}`,
+      '--to',
+      at('keyless.tar'),
+    ]);
+    expect(keyless.code, keyless.stderr).toBe(0);
+    expect(keyless.stdout).toContain(`${deltas.length} encrypted snapshot(s) checked as stored bytes only`);
+    for (const name of deltas) expect(keyless.stdout).toContain(`    ${name}\n`);
+
+    // The tar holds the encrypted snapshots as stored, and no stretch of their plain (compressed) bytes.
+    const tar = await readFile(at('keyless.tar'));
+    const holds = (bytes: Buffer) => tar.indexOf(bytes) >= 0;
+    expect(holds(await readFile(join(plain, full)))).toBe(true);
+    for (const name of deltas) {
+      expect(holds(await readFile(join(mixed, name)))).toBe(true);
+      const clear = await readFile(join(plain, name));
+      for (let at = 0; at + 64 <= clear.length; at += 997) expect(holds(clear.subarray(at, at + 64))).toBe(false);
+    }
+
+    // Without the key, imported as stored bytes; with it, checked through: both restore with the key.
+    const asStored = await importInto(at('keyless.tar'), at('imported-keyless'));
+    expect(asStored.code, asStored.stderr).toBe(0);
+    expect(asStored.summary).toMatchObject({ imported: 1 + deltas.length, damaged: [], storedBytesOnly: deltas });
+    for (const name of [full, ...deltas]) {
+      expect((await readFile(join(at('imported-keyless'), name))).equals(await readFile(join(mixed, name)))).toBe(true);
+    }
+    const checked = await importInto(at('mixed.tar'), at('imported-key'), ['--encryption-key-file', keys]);
+    expect(checked.code, checked.stderr).toBe(0);
+    expect(checked.summary).toMatchObject({ imported: 1 + deltas.length, damaged: [], storedBytesOnly: [] });
+    expect(
+      await restoreFingerprint(`file://${at('imported-keyless')}`, 'from-keyless-tar', ['--encryption-key-file', keys]),
+    ).toEqual(source);
+    expect(
+      await restoreFingerprint(`file://${at('imported-key')}`, 'from-encrypted-tar', ['--encryption-key-file', keys]),
+    ).toEqual(source);
+
+    // One byte of an encrypted delta changed in the tar: refused with the key (its tag) and without (the sha256).
+    const tampered = Buffer.from(tar);
+    const delta = await readFile(join(mixed, deltas[0]));
+    tampered[tar.indexOf(delta) + Math.floor(delta.length / 2)] ^= 0x01;
+    await writeFile(at('tampered.tar'), tampered);
+    for (const [dir, extra, says] of [
+      [at('tampered-keyless'), [], /do not match the sha256 the tar file's manifest records/],
+      [at('tampered-key'), ['--encryption-key-file', keys], /encrypted chunk \d+ does not authenticate/],
+    ] as const) {
+      const res = await importInto(at('tampered.tar'), dir, [...extra]);
+      expect(res.code).toBe(1);
+      expect(res.summary.damaged.map((d: { name: string }) => d.name)).toEqual([deltas[0]]);
+      expect(res.summary.damaged[0].problem).toMatch(says);
+      expect(existsSync(join(dir, deltas[0]))).toBe(false);
+      expect(existsSync(join(dir, full))).toBe(true);
+    }
+
+    // A wrong key: the key error, exit 1, nothing written (no tar, no object).
+    const wrongImport = await importInto(at('mixed.tar'), at('imported-wrong'), ['--encryption-key-file', wrong]);
+    expect(wrongImport.code).toBe(1);
+    expect(wrongImport.stderr).toMatch(/Incr-\S+ does not open with key \\"k1\\" of \S+wrong-keys/);
+    expect(existsSync(at('imported-wrong'))).toBe(false);
+    const wrongExport = await exportTo(at('wrong.tar'), ['--encryption-key-file', wrong]);
+    expect(wrongExport.code).toBe(1);
+    expect(wrongExport.stderr).toMatch(/Incr-\S+ does not open with key \\"k1\\" of \S+wrong-keys/);
+    expect((await readdir(at())).filter((f) => f.startsWith('.wrong.tar') || f === 'wrong.tar')).toEqual([]);
   });
 
   it('verify names a bit-flipped object and a missing delta, with exit codes; copy reports a damaged source object and leaves it out', async () => {

@@ -14,6 +14,7 @@ import {
   formatImportSummary,
   formatVerifyReport,
   importBackups,
+  keyFilesReadable,
   parseDuration,
   programArgs,
   reportUsage,
@@ -131,12 +132,18 @@ await programArgs('etcd-copy-backups', argv)
   )
   .command(
     'export',
-    'Write a restorable chain (the newest, or what the filters select) into one tar file with a manifest; - writes to stdout.',
+    'Write a restorable chain (the newest, or what the filters select) into one tar file with a manifest, encrypted snapshots as stored; - writes to stdout.',
     (y) =>
       filterOptions(
         y
           .option('from', { type: 'string', demandOption: true, describe: 'The store to export from' })
-          .option('to', { type: 'string', demandOption: true, describe: 'The tar file to write, or - for stdout' }),
+          .option('to', { type: 'string', demandOption: true, describe: 'The tar file to write, or - for stdout' })
+          .option('encryption-key-file', {
+            type: 'string',
+            describe:
+              'File of keys (docs/encryption.md) that decrypt encrypted snapshots to check their content; the tar holds them encrypted either way, and without it they are checked as stored bytes',
+          })
+          .check(keyFilesReadable),
       ).example(
         '$0 export --from s3://backups/etcd --to - | ssh host etcd-copy-backups import --from - --to file:///srv/etcd',
         'carry the newest chain to another machine',
@@ -153,7 +160,14 @@ await programArgs('etcd-copy-backups', argv)
             throw new UsageError(`--to ${args.to} is a directory: give the path of the tar file to write`);
           }
         }
-        const summary = await exportBackups({ ...f, from: args.from, to: args.to, logger, signal });
+        const summary = await exportBackups({
+          ...f,
+          from: args.from,
+          to: args.to,
+          encryptionKeyFile: args['encryption-key-file'],
+          logger,
+          signal,
+        });
         // With the tar on stdout, the summary goes where the logs go.
         if (args.to === '-') logger.info(formatExportSummary(summary).trim(), {});
         else process.stdout.write(output === 'json' ? `${JSON.stringify(summary)}\n` : formatExportSummary(summary));
@@ -165,7 +179,13 @@ await programArgs('etcd-copy-backups', argv)
     (y) =>
       y
         .option('from', { type: 'string', demandOption: true, describe: 'The tar file to read, or - for stdin' })
-        .option('to', { type: 'string', demandOption: true, describe: 'The store to import into' }),
+        .option('to', { type: 'string', demandOption: true, describe: 'The store to import into' })
+        .option('encryption-key-file', {
+          type: 'string',
+          describe:
+            'File of keys (docs/encryption.md) that decrypt encrypted snapshots to check their content; they are stored as they are, encrypted, and without it checked as stored bytes',
+        })
+        .check(keyFilesReadable),
     (args) =>
       runProgram(args.output, async ({ logger, signal, output }) => {
         await checkLocalStore(args.to, '--to');
@@ -176,6 +196,7 @@ await programArgs('etcd-copy-backups', argv)
           input: args.from === '-' ? process.stdin : createReadStream(args.from),
           label: args.from === '-' ? 'stdin' : args.from,
           to: args.to,
+          encryptionKeyFile: args['encryption-key-file'],
           logger,
           signal,
         });

@@ -95,8 +95,11 @@ export function storeOption<T, Required extends boolean = true>(y: Argv<T>, opti
   );
 }
 
-/** Key files are read before any work, so a missing or malformed one is a usage error (exit 2), never a late failure. */
-function keyFilesReadable(argv: Record<string, unknown>): true {
+/**
+ * Key files are read before any work, so a missing or malformed one is a usage error (exit 2), never a late failure:
+ * for a command's `.check` where it takes `--encryption-key-file` without `storeOption`.
+ */
+export function keyFilesReadable(argv: Record<string, unknown>): true {
   for (const flag of ['encryption-key-file', 'source-encryption-key-file']) {
     const path = argv[flag];
     if (typeof path === 'string') readKeyFile(path);

@@ -20,9 +20,19 @@ export function formatCopySummary(s: CopySummary): string {
   ]);
 }
 
+/** Encrypted snapshots that were checked without their key: what was and was not checked, and how to check all. */
+const storedBytesLines = (names: string[]) =>
+  names.length === 0
+    ? []
+    : [
+        `  ${names.length} encrypted snapshot(s) checked as stored bytes only (sha256, encryption header, name), not decrypted: give --encryption-key-file to check their content`,
+        ...names.map((name) => `    ${name}`),
+      ];
+
 export function formatExportSummary(s: ExportSummary): string {
   return lines([
     `exported ${s.objects} snapshot(s) up to revision ${s.lastRevision} from ${s.from} to ${s.to}: ${cost(s)}`,
+    ...storedBytesLines(s.storedBytesOnly),
   ]);
 }
 
@@ -30,6 +40,7 @@ export function formatImportSummary(s: ImportSummary): string {
   return lines([
     `imported ${s.imported} of ${s.objects} snapshot(s) from ${s.from} into ${s.to}: ${cost(s)}`,
     `  ${s.skipped} already there`,
+    ...storedBytesLines(s.storedBytesOnly),
     ...damagedLines(s.damaged, 'imported'),
   ]);
 }

@@ -9,19 +9,23 @@ import { type CatalogEntry, listSnapshots } from '../backup/snapshot-catalog.js'
 import { OperationError } from '../common/errors.js';
 import { fsyncPath } from '../common/fsync-path.js';
 import { type Logger, silentLogger } from '../common/logger.js';
+import { checkEnvelopeHeader } from '../format/encryption.js';
+import { readKeyFile } from '../format/encryption-keys.js';
 import { compareSnapshots } from '../format/snapshot-name.js';
 import { openStore } from '../store/location.js';
 import { type BackupFilters, checkFilters, filtering, selectBackups } from './backup-selection.js';
 import { objectMetadata } from './copy-object.js';
 import { CopyProgress } from './copy-progress.js';
-import { checkObject } from './object-check.js';
-import { buildManifest, MANIFEST_ENTRY, OBJECTS_FOLDER } from './tar-manifest.js';
+import { buildManifest, MANIFEST_ENTRY, type ManifestEncryption, OBJECTS_FOLDER } from './tar-manifest.js';
+import { readEnvelope, tarObjectCheck } from './tar-object-check.js';
 import { VerifiedBody } from './verified-body.js';
 
 export interface ExportOptions extends BackupFilters {
   from: string;
   /** A file path, or `-` for stdout. */
   to: string;
+  /** Keys that decrypt encrypted snapshots to check their content; the tar holds them encrypted all the same. */
+  encryptionKeyFile?: string;
   logger?: Logger;
   signal?: AbortSignal;
 }
@@ -34,6 +38,8 @@ export interface ExportSummary {
   bytes: number;
   /** The revision the exported chain restores to, when it is one chain. */
   lastRevision: number;
+  /** Encrypted snapshots checked as stored bytes only, for want of a key (tar-object-check.ts). */
+  storedBytesOnly: string[];
   durationMs: number;
   bytesPerSecond: number;
 }
@@ -41,31 +47,42 @@ export interface ExportSummary {
 /**
  * Writes snapshots of a store into one tar file: a manifest first (names, sizes, revisions, recorded digests),
  * then every snapshot as stored, oldest first, each checked on the way as a copy checks it. Without filters,
- * the newest restorable chain. A damaged object fails the export (a tar entry's size is written before its
- * bytes, so it cannot be left out midway); a file is written under a temp name and renamed once complete.
+ * the newest restorable chain. Encrypted snapshots stay encrypted; with keys, they are decrypted on the way to be
+ * checked, and a missing or wrong key stops the export before it writes. A damaged object fails the export (a tar
+ * entry's size is written before its bytes, so it cannot be left out midway); a file is written under a temp name
+ * and renamed once complete.
  */
 export async function exportBackups(options: ExportOptions): Promise<ExportSummary> {
   checkFilters(options);
   const logger = options.logger ?? silentLogger;
   const started = Date.now();
+  const keys = options.encryptionKeyFile === undefined ? undefined : readKeyFile(options.encryptionKeyFile);
   const from = await openStore(options.from);
+  const stored = from.unwrap(); // the bytes as stored, encrypted or not
   try {
     const selection = selectBackups(
       await listSnapshots(from),
       filtering(options) ? options : { newestChainOnly: true },
     ).sort(compareSnapshots);
     if (selection.length === 0) throw new OperationError(`${from.location} holds no snapshots to export`);
-    const objects: Array<{ entry: CatalogEntry; metadata: Record<string, string> }> = [];
-    for (const entry of selection) objects.push({ entry, metadata: await objectMetadata(from, entry) });
-    const manifest = Buffer.from(JSON.stringify(buildManifest(from.location, objects), null, 1));
+    const objects: Array<{ entry: CatalogEntry; metadata: Record<string, string>; encryption?: ManifestEncryption }> =
+      [];
+    for (const entry of selection) {
+      const label = `${from.location}/${entry.name}`;
+      const encryption = await readEnvelope(await stored.get(entry.name), entry, label, options.signal);
+      if (encryption && keys) checkEnvelopeHeader(Buffer.from(encryption.header, 'base64'), label, keys);
+      objects.push({ entry, metadata: await objectMetadata(from, entry), encryption });
+    }
+    const manifest = buildManifest(from.location, objects);
+    const manifestBytes = Buffer.from(JSON.stringify(manifest, null, 1));
     const bytes = selection.reduce((n, e) => n + e.size, 0);
     const progress = new CopyProgress(logger, 'export', selection.length, bytes);
     const pack = tar.pack();
     const write = async (output: Writable, end: boolean) => {
       const packing = pipeline(pack, output, { end, signal: options.signal });
       try {
-        pack.entry({ name: MANIFEST_ENTRY, size: manifest.length }, manifest);
-        for (const { entry, metadata } of objects) {
+        pack.entry({ name: MANIFEST_ENTRY, size: manifestBytes.length }, manifestBytes);
+        for (const [i, { entry }] of objects.entries()) {
           const label = `${from.location}/${entry.name}`;
           const counter = new Transform({
             transform(chunk: Buffer, _enc, done) {
@@ -74,9 +91,9 @@ export async function exportBackups(options: ExportOptions): Promise<ExportSumma
             },
           });
           await pipeline(
-            await from.get(entry.name),
+            await stored.get(entry.name),
             counter,
-            new VerifiedBody(checkObject(entry, metadata, label)),
+            new VerifiedBody(tarObjectCheck(manifest.objects[i], label, keys)),
             pack.entry({
               name: `${OBJECTS_FOLDER}${entry.name}`,
               size: entry.size,
@@ -113,6 +130,7 @@ export async function exportBackups(options: ExportOptions): Promise<ExportSumma
       objects: selection.length,
       bytes,
       lastRevision: selection[selection.length - 1].lastRevision,
+      storedBytesOnly: keys ? [] : objects.filter((o) => o.encryption).map((o) => o.entry.name),
       durationMs: Date.now() - started,
       bytesPerSecond: Math.round(progress.rate()),
     };

@@ -40,7 +40,7 @@ const openers = new Map<string, StoreOpener>([
   ['azblob', cloud(async () => (await import('./azure/azure-store.js')).openAzureStore)],
 ]);
 
-export async function openStore(raw: string, options: OpenOptions = {}): Promise<SnapStore> {
+export async function openStore(raw: string, options: OpenOptions = {}): Promise<EncryptedStore> {
   const location = parseStoreUrl(raw);
   const opener = openers.get(location.scheme);
   if (!opener) throw new UsageError(`no provider for ${location.scheme}://`);
