@@ -322,8 +322,9 @@ export class ObjectDecipher extends Transform {
 
   private open(sealed: Buffer, last: boolean): void {
     const index = this.index++;
-    const decipher = createDecipheriv('aes-256-gcm', this.dataKey, chunkNonce(this.noncePrefix(), index, last));
-    decipher.setAAD((this.envelope as EnvelopeHeader).bytes).setAuthTag(sealed.subarray(sealed.length - TAG));
+    const { bytes, noncePrefix } = this.envelope as EnvelopeHeader;
+    const decipher = createDecipheriv('aes-256-gcm', this.dataKey, chunkNonce(noncePrefix, index, last));
+    decipher.setAAD(bytes).setAuthTag(sealed.subarray(sealed.length - TAG));
     const plain = decipher.update(sealed.subarray(0, sealed.length - TAG));
     try {
       decipher.final();
@@ -334,10 +335,6 @@ export class ObjectDecipher extends Transform {
       );
     }
     this.push(plain);
-  }
-
-  private noncePrefix(): Buffer {
-    return (this.envelope as EnvelopeHeader).noncePrefix;
   }
 }
 
