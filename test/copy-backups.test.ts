@@ -273,13 +273,13 @@ describe('etcd-copy-backups (programs as processes, real etcd, the store test se
         'json',
         ...extra,
       ]);
-    const importInto = async (tar: string, dir: string, extra: string[] = []) => {
+    const importInto = async (tar: string, store: string, extra: string[] = []) => {
       const res = await runProgram('etcd-copy-backups', [
         'import',
         '--from',
         tar,
         '--to',
-        `file://${dir}`,
+        store,
         '--output',
         'json',
         ...extra,
@@ -312,20 +312,21 @@ describe('etcd-copy-backups (programs as processes, real etcd, the store test se
     }
 
     // Without the key, imported as stored bytes; with it, checked through: both restore with the key.
-    const asStored = await importInto(at('keyless.tar'), at('imported-keyless'));
+    const asStored = await importInto(at('keyless.tar'), `file://${at('imported-keyless')}`);
     expect(asStored.code, asStored.stderr).toBe(0);
     expect(asStored.summary).toMatchObject({ imported: 1 + deltas.length, damaged: [], storedBytesOnly: deltas });
     for (const name of [full, ...deltas]) {
       expect((await readFile(join(at('imported-keyless'), name))).equals(await readFile(join(mixed, name)))).toBe(true);
     }
-    const checked = await importInto(at('mixed.tar'), at('imported-key'), ['--encryption-key-file', keys]);
+    // Names are relative to the store's prefix, as the name seal's: into another provider, under a prefix.
+    const checked = await importInto(at('mixed.tar'), s3.url('from-tar/encrypted'), ['--encryption-key-file', keys]);
     expect(checked.code, checked.stderr).toBe(0);
     expect(checked.summary).toMatchObject({ imported: 1 + deltas.length, damaged: [], storedBytesOnly: [] });
     expect(
       await restoreFingerprint(`file://${at('imported-keyless')}`, 'from-keyless-tar', ['--encryption-key-file', keys]),
     ).toEqual(source);
     expect(
-      await restoreFingerprint(`file://${at('imported-key')}`, 'from-encrypted-tar', ['--encryption-key-file', keys]),
+      await restoreFingerprint(s3.url('from-tar/encrypted'), 'from-encrypted-tar', ['--encryption-key-file', keys]),
     ).toEqual(source);
 
     // One byte of an encrypted delta changed in the tar: refused with the key (its tag) and without (the sha256).
@@ -337,7 +338,7 @@ describe('etcd-copy-backups (programs as processes, real etcd, the store test se
       [at('tampered-keyless'), [], /do not match the sha256 the tar file's manifest records/],
       [at('tampered-key'), ['--encryption-key-file', keys], /encrypted chunk \d+ does not authenticate/],
     ] as const) {
-      const res = await importInto(at('tampered.tar'), dir, [...extra]);
+      const res = await importInto(at('tampered.tar'), `file://${dir}`, [...extra]);
       expect(res.code).toBe(1);
       expect(res.summary.damaged.map((d: { name: string }) => d.name)).toEqual([deltas[0]]);
       expect(res.summary.damaged[0].problem).toMatch(says);
@@ -346,7 +347,10 @@ describe('etcd-copy-backups (programs as processes, real etcd, the store test se
     }
 
     // A wrong key: the key error, exit 1, nothing written (no tar, no object).
-    const wrongImport = await importInto(at('mixed.tar'), at('imported-wrong'), ['--encryption-key-file', wrong]);
+    const wrongImport = await importInto(at('mixed.tar'), `file://${at('imported-wrong')}`, [
+      '--encryption-key-file',
+      wrong,
+    ]);
     expect(wrongImport.code).toBe(1);
     expect(wrongImport.stderr).toMatch(/Incr-\S+ does not open with key \\"k1\\" of \S+wrong-keys/);
     expect(existsSync(at('imported-wrong'))).toBe(false);
