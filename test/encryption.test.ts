@@ -226,7 +226,7 @@ describe('client-side encryption through the programs (real etcd, processes)', (
     ]);
     expect(refused.code).toBe(2);
     expect(errors(refused.stderr)).toBe(
-      `the encryption key file ${open} has mode 0644: group or others may read or change it; make it its owner's alone: chmod 600 ${open}`,
+      `the encryption key file ${open} has mode 0644: others may read it or group or others may change it; make it its owner's alone: chmod 600 ${open}`,
     );
     expect(await readdir(join(at('store'), 'v2'))).toEqual(before);
   });

@@ -41,19 +41,19 @@ describe('the key file of --encryption-key-file (docs/encryption.md §2)', () =>
     }
   });
 
-  it('refuses a key file that group or others may read or change, as ssh does, naming the file, its mode and the fix', async () => {
+  it('refuses a key file that others may read or group or others may change, naming the file, its mode and the fix; a Secret with fsGroup (0440) passes', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'key-file-'));
     onTestFinished(() => rm(dir, { recursive: true, force: true }));
     const file = join(dir, 'keys');
     await writeFile(file, `k1 ${hex}\n`);
-    for (const mode of [0o644, 0o640, 0o604, 0o620]) {
+    for (const mode of [0o644, 0o604, 0o620, 0o660, 0o602]) {
       await chmod(file, mode);
       expect(() => readKeyFile(file)).toThrow(UsageError);
       expect(() => readKeyFile(file)).toThrow(
-        `the encryption key file ${file} has mode 0${mode.toString(8)}: group or others may read or change it; make it its owner's alone: chmod 600 ${file}`,
+        `the encryption key file ${file} has mode 0${mode.toString(8)}: others may read it or group or others may change it; make it its owner's alone: chmod 600 ${file}`,
       );
     }
-    for (const mode of [0o600, 0o400]) {
+    for (const mode of [0o600, 0o400, 0o440, 0o640]) {
       await chmod(file, mode);
       expect(readKeyFile(file).current.id).toBe('k1');
     }

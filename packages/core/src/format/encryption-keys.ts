@@ -47,9 +47,14 @@ export function parseKeyFile(text: string, source: string): KeyRing {
 }
 
 /**
- * Reads and parses `--encryption-key-file`; a UsageError (exit 2) when it cannot be read, is malformed, or is open
- * to group or others, as ssh refuses such a private key: whoever can read the file can read every backup.
+ * Reads and parses `--encryption-key-file`; a UsageError (exit 2) when it cannot be read, is malformed, or others
+ * may read it or group or others may change it: whoever can read the file can read every backup. Reading by the
+ * group is allowed because Kubernetes makes a Secret's files group-readable (0440) in every pod that sets
+ * `fsGroup`, the group being that pod's own.
  */
+/** Any permission for others, and write permission for the group. */
+const OPEN_MODE_BITS = 0o027;
+
 export function readKeyFile(path: string): KeyRing {
   let text: string;
   let mode: number;
@@ -63,9 +68,9 @@ export function readKeyFile(path: string): KeyRing {
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
-  if (mode & 0o077) {
+  if (mode & OPEN_MODE_BITS) {
     throw new UsageError(
-      `the encryption key file ${path} has mode 0${mode.toString(8)}: group or others may read or change it; make it its owner's alone: chmod 600 ${path}`,
+      `the encryption key file ${path} has mode 0${mode.toString(8)}: others may read it or group or others may change it; make it its owner's alone: chmod 600 ${path}`,
     );
   }
   return parseKeyFile(text, path);
