@@ -36,7 +36,7 @@ async function run(request: IsolatedReplayRequest): Promise<void> {
       }),
       maxFetchers: request.maxFetchers,
       allowPartial: request.allowPartial,
-      layout: request.layout && { ...request.layout, binaries: request.binaries },
+      inPlace: request.inPlace,
       logger,
       signal: controller.signal,
     });

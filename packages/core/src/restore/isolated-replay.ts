@@ -5,7 +5,6 @@ import { IntegrityError, OperationError, UsageError } from '../common/errors.js'
 import type { Logger } from '../common/logger.js';
 import type { EtcdBinaries } from '../etcd/etcd-binaries.js';
 import { recordChildPid } from '../etcd/orphan-processes.js';
-import type { MemberConfig } from '../etcd/snapshot-restore-command.js';
 import { type ChainReplayResult, UnusableFullSnapshotError } from '../replay/replay-chain.js';
 import type { TxnLimits } from '../replay/replay-events.js';
 import type { ReplayMethod } from './replay-method.js';
@@ -26,9 +25,12 @@ export interface IsolatedReplayRequest {
   leaseTtl?: number;
   maxFetchers: number;
   allowPartial?: boolean;
-  /** Lay out this member's data dir first and replay into it, where the method can (see replayChain). */
-  layout?: { member: MemberConfig; dataDir: string };
+  /** Leave the result in the db file the engine extended, where the method can (see replayChain). */
+  inPlace?: boolean;
 }
+
+/** The replay's result, with the replay process's peak RSS. */
+export type ReplayOutcome = ChainReplayResult & { peakRssBytes: number };
 
 export type ChildMessage =
   | ChildLogMessage
@@ -44,7 +46,7 @@ const HEAP_FLAGS = ['--max-semi-space-size=4', '--max-old-space-size=384'];
 
 /**
  * Runs replayChain in a child process: its memory is bounded by HEAP_FLAGS, and all of it goes back to the
- * system when it ends — before etcd is started on the result, so the two never add up. (A worker thread
+ * system when it ends — before etcd's tool lays the data dir out and the result is verified, so they never add up. (A worker thread
  * would leave its malloc arena behind in this process.) Its pid is recorded in the scratch dir, so that a
  * run after a crash stops it like any other leftover.
  */
