@@ -1,6 +1,5 @@
-import { fork } from 'node:child_process';
 import type { SnapshotChain } from '../backup/snapshot-chain.js';
-import { type ChildLogMessage, childEntry } from '../common/child-process.js';
+import { childEntry, runChild } from '../common/child-process.js';
 import { IntegrityError, OperationError, UsageError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { EtcdBinaries } from '../etcd/etcd-binaries.js';
@@ -32,11 +31,6 @@ export interface IsolatedReplayRequest {
 /** The replay's result, with the replay process's peak RSS. */
 export type ReplayOutcome = ChainReplayResult & { peakRssBytes: number };
 
-export type ChildMessage =
-  | ChildLogMessage
-  | { type: 'done'; result: ChainReplayResult; peakRssBytes: number }
-  | { type: 'failed'; name: string; message: string };
-
 /**
  * V8 flags for the replay process: the young generation small, so that a stream of short-lived events does
  * not grow it (V8 otherwise sizes it to the allocation rate, ~64 MB), and the whole heap capped well above
@@ -54,36 +48,23 @@ export function replayInChild(
   request: IsolatedReplayRequest,
   logger: Logger,
   signal?: AbortSignal,
-): Promise<ChainReplayResult & { peakRssBytes: number }> {
-  return new Promise((resolve, reject) => {
-    const entry = childEntry(import.meta.url, './isolated-replay-process.js');
-    // The scratch dir on its command line lets killRecordedChildren recognise it.
-    const child = fork(entry, [request.engineDir], {
+): Promise<ReplayOutcome> {
+  return runChild<ReplayOutcome>(
+    {
+      entry: childEntry(import.meta.url, './isolated-replay-process.js'),
+      // The scratch dir on its command line lets killRecordedChildren recognise it.
+      args: [request.engineDir],
       execArgv: HEAP_FLAGS,
-      serialization: 'advanced',
-      stdio: 'inherit',
-    });
-    void recordChildPid(request.engineDir, 'replay', child.pid);
-    let settled = false;
-    const settle = (fn: () => void) => {
-      if (settled) return;
-      settled = true;
-      signal?.removeEventListener('abort', onAbort);
-      fn();
-    };
-    const onAbort = () => child.connected && child.send({ type: 'abort' });
-    signal?.addEventListener('abort', onAbort, { once: true });
-    child.on('message', (m: ChildMessage) => {
-      if (m.type === 'log') logger[m.level](m.msg, m.fields);
-      else if (m.type === 'done') settle(() => resolve({ ...m.result, peakRssBytes: m.peakRssBytes }));
-      else settle(() => reject(revive(m.name, m.message)));
-    });
-    child.on('error', (err) => settle(() => reject(err)));
-    child.on('exit', (code, sig) =>
-      settle(() => reject(new OperationError(`the replay process ended unexpectedly (${sig ?? `exit ${code}`})`))),
-    );
-    child.send({ type: 'start', request });
-  });
+      name: 'the replay process',
+      logger,
+      signal,
+      // It stops its private etcd, if any, before it ends.
+      stop: 'message',
+      revive,
+      started: (pid) => void recordChildPid(request.engineDir, 'replay', pid),
+    },
+    request,
+  );
 }
 
 /** The child's error as the class callers tell apart (fallback on an unusable full snapshot, exit codes). */
