@@ -50,13 +50,15 @@ export async function measureRestore(options: {
   /** --verify: check (the default) or etcd. */
   verify?: string;
   memoryLimitBytes?: number;
+  /** The checkout whose built etcd-restore runs (default: this one). */
+  root?: string;
 }): Promise<MeasuredRestore> {
   const peerPort = await freePort();
   const peer = `http://127.0.0.1:${peerPort}`;
   const run = await measure(
     process.execPath,
     [
-      join(root, 'packages/restore/bin/etcd-restore.js'),
+      join(options.root ?? root, 'packages/restore/bin/etcd-restore.js'),
       ...['--store', `file://${options.storeDir}`, '--data-dir', options.dataDir, '--name', 'bench'],
       ...['--initial-advertise-peer-urls', peer, '--initial-cluster-token', 'bench', '--output', 'json'],
       ...(options.replay ? ['--replay', options.replay] : []),

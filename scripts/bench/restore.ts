@@ -11,10 +11,11 @@
 //
 // Usage: node scripts/bench/restore.ts [--keys 100000] [--events 200000] [--value-size 900]
 //          [--delta-value-size 900] [--deltas 10] [--replay direct,grpc] [--verify check,etcd] [--runs 1]
-//          [--memory-limit 256Mi]
+//          [--memory-limit 256Mi] [--baseline DIR]
 //          [--keep DIR [--reuse]]
 // --reuse takes the store (and the source's fingerprint) a run with --keep DIR left there, instead of
-// loading etcd again. A quick run: node scripts/bench/restore.ts --keys 10000 --events 20000
+// loading etcd again. `--baseline DIR` also measures the etcd-restore built in DIR (a checkout of an earlier
+// commit after `pnpm exec tsc -b`), interleaved with this checkout's: before and after a change in one run. A quick run: node scripts/bench/restore.ts --keys 10000 --events 20000
 // On a shared machine: flock /tmp/etcd-steward-bench.lock node scripts/bench/restore.ts ...
 import { randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
@@ -50,6 +51,7 @@ const { values } = parseArgs({
     'memory-limit': { type: 'string' },
     keep: { type: 'string' },
     reuse: { type: 'boolean', default: false },
+    baseline: { type: 'string' },
   },
 });
 const keys = Number(values.keys);
@@ -216,7 +218,9 @@ try {
     for (const [method, verify] of values
       .replay!.split(',')
       .flatMap((m) => values.verify!.split(',').map((v) => [m, v]))) {
-      for (const limit of limits) {
+      for (const [limit, checkout] of limits.flatMap((l) =>
+        values.baseline ? [[l, values.baseline] as const, [l, undefined] as const] : [[l, undefined] as const],
+      )) {
         const dataDir = join(work, `restored-${method}`);
         await rm(dataDir, { recursive: true, force: true });
         const loadBefore = load();
@@ -226,8 +230,9 @@ try {
           replay: method,
           verify,
           memoryLimitBytes: limit,
+          root: checkout,
         });
-        const name = `etcd-restore --replay ${method} --verify ${verify}`;
+        const name = `etcd-restore --replay ${method} --verify ${verify}${checkout ? ' (baseline)' : ''}`;
         if (!result || !fingerprint) {
           record(name, run, loadBefore, failure(run));
           continue;

@@ -1,6 +1,7 @@
 // etcd-validate check, sanity and full mode, and bootstrap on the same sound data dir (what an init container
 // costs when there is nothing to do), on a data dir of ~1 GB: wall time and peak RSS; beside them the keyspace
-// read from the db file (dbKeyspace, what etcd-restore's default verification adds to the full check).
+// read from the db file on a pass of its own (dbKeyspace; etcd-restore's default verification takes the rows
+// from the full check's pass instead).
 // Usage: node scripts/bench/validate.ts [--keys 1000000] [--runs 3] [--data-dir /tmp/bench-validate/data]
 // Targets (issue #12): sanity mode under 1 s and 100 MB peak RSS on ~1 GB.
 import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';

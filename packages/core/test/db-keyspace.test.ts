@@ -7,7 +7,8 @@ import { findEtcdBinaries } from '../src/etcd/etcd-binaries.js';
 import { createEtcdClient } from '../src/etcd/etcd-client.js';
 import { type KeyspaceFingerprint, keyspaceFingerprint } from '../src/etcd/keyspace-fingerprint.js';
 import { EtcdProcess } from '../src/etcd/spawned-etcd.js';
-import { dbKeyspace } from '../src/validation/db-keyspace.js';
+import { dbKeyspace, KeyspaceReader } from '../src/validation/db-keyspace.js';
+import { validateDataDir } from '../src/validation/validate-data-dir.js';
 
 /**
  * The keyspace read from a db file without etcd must be what etcd serves from it: the same fingerprint at the
@@ -70,5 +71,29 @@ describe('dbKeyspace: the fingerprint of a db file equals the one etcd serves', 
     expect(read.fingerprint).toEqual(served);
     expect(read.keysAtEarlier).toBe(earlier.keys);
     expect(await readdir(spillDir)).toEqual([]);
+  });
+
+  it("from the leaves etcd-validate's full check reads (one read of the db for both)", async () => {
+    const rows = new KeyspaceReader({ tmpDir: dir, earlierRevision: earlier.revision });
+    let leaves = 0;
+    try {
+      const report = await validateDataDir({
+        dataDir: join(dir, 'data'),
+        mode: 'full',
+        maxRevisionsAhead: Number.POSITIVE_INFINITY,
+        readOnly: true,
+        onLeaf: (bucket, id, page) => {
+          if (bucket === 'key') leaves++;
+          rows.addLeaf(bucket, id, page);
+        },
+      });
+      expect(report.verdict).toBe('valid');
+      expect(leaves).toBeGreaterThan(1);
+      const read = rows.finish(join(dir, 'data/member/snap/db'));
+      expect(read.fingerprint).toEqual(served);
+      expect(read.keysAtEarlier).toBe(earlier.keys);
+    } finally {
+      rows.close();
+    }
   });
 });

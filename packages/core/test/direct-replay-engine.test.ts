@@ -10,10 +10,11 @@ import { planChains } from '../src/backup/snapshot-chain.js';
 import { BboltReader, bucketValue } from '../src/bbolt/bbolt-file.js';
 import { findEtcdBinaries } from '../src/etcd/etcd-binaries.js';
 import { keyspaceFingerprint } from '../src/etcd/keyspace-fingerprint.js';
+import { layOutMemberDataDir } from '../src/etcd/member-layout.js';
 import { inspectDataDir, inspectSnapshotFile } from '../src/etcd/snapshot-inspection.js';
 import { runSnapshotRestore } from '../src/etcd/snapshot-restore-command.js';
 import { DirectReplayEngine } from '../src/replay/direct-replay-engine.js';
-import { type ChainReplayOptions, replayChain } from '../src/replay/replay-chain.js';
+import { replayChain } from '../src/replay/replay-chain.js';
 import type { ReplayEngine } from '../src/replay/replay-engine.js';
 import { GrpcReplayEngine } from '../src/replay/replay-events.js';
 import { LocalStore } from '../src/store/local.js';
@@ -69,14 +70,14 @@ describe('direct replay (rows written into the db file) against the gRPC oracle'
     name: string,
     makeEngine: (workDir: string) => ReplayEngine,
     toRevision?: number,
-    layout?: ChainReplayOptions['layout'],
+    inPlace?: boolean,
   ) {
     const workDir = join(dir, name);
     // From the older full, so that the replay crosses every delta.
     const fromOldest = planChains(await listSnapshots(store), { revision: toRevision }).at(-1)!;
     expect(fromOldest.full.name).toBe(chain.fulls[0].name);
     const engine = makeEngine(workDir);
-    return replayChain({ store, chain: fromOldest, toRevision, workDir, engine, maxFetchers: 2, layout });
+    return replayChain({ store, chain: fromOldest, toRevision, workDir, engine, maxFetchers: 2, inPlace });
   }
 
   it('writes rows byte-identical to those etcd writes, and etcd serves the source keyspace from them', async () => {
@@ -114,7 +115,7 @@ describe('direct replay (rows written into the db file) against the gRPC oracle'
     expect(inspection.fingerprint).toEqual(await keyspaceFingerprint(client, target));
   });
 
-  it('replays into the data dir etcd lays out from the full snapshot: the dir laid out from the result', async () => {
+  it("lays the member data dir out around the replayed db as etcd's tool lays it out from the replayed snapshot", async () => {
     const binaries = await findEtcdBinaries();
     const member = {
       name: 'm1',
@@ -123,37 +124,34 @@ describe('direct replay (rows written into the db file) against the gRPC oracle'
       initialAdvertisePeerUrls: 'http://127.0.0.1:2380',
     };
     const viaSnapshot = await replayWith('via-snapshot', () => new DirectReplayEngine({ leaseTtl: 3600 }));
-    const laidOutAfter = join(dir, 'laid-out-after');
-    await runSnapshotRestore(binaries, viaSnapshot.snapshotFile!, laidOutAfter, member);
-    const inPlace = await replayWith('in-place', () => new DirectReplayEngine({ leaseTtl: 3600 }), undefined, {
-      binaries,
-      member,
-      dataDir: join(dir, 'laid-out-first'),
-    });
+    const byTool = join(dir, 'laid-out-by-tool');
+    await runSnapshotRestore(binaries, viaSnapshot.snapshotFile!, byTool, member);
+    const inPlace = await replayWith('in-place', () => new DirectReplayEngine({ leaseTtl: 3600 }), undefined, true);
     expect(inPlace.snapshotFile).toBeUndefined();
     expect(inPlace.revision).toBe(chain.lastRevision);
+    const around = join(dir, 'laid-out-around');
+    await layOutMemberDataDir(binaries, inPlace.dbFile!, around, member);
 
-    // Every bucket — the replayed key and lease rows, and what etcd's tool wrote (members, consistent index) —
-    // and the WAL and raft snapshot are what laying out the replayed snapshot gives.
+    // Every bucket — the replayed key and lease rows, and what etcd's tool wrote (3.4: the consistent index;
+    // 3.5: the new members too, and the term) — and the WAL and raft snapshot are the tool's, byte for byte.
     const db = (dataDir: string) => join(dataDir, 'member', 'snap', 'db');
-    expect(bucketNames(db(inPlace.dataDir!))).toEqual(bucketNames(db(laidOutAfter)));
-    for (const bucket of bucketNames(db(laidOutAfter))) {
-      expect(bucketRows(db(inPlace.dataDir!), bucket), bucket).toEqual(bucketRows(db(laidOutAfter), bucket));
+    expect(bucketRows(db(around), 'meta')).not.toEqual(bucketRows(viaSnapshot.snapshotFile!, 'meta'));
+    expect(bucketNames(db(around))).toEqual(bucketNames(db(byTool)));
+    for (const bucket of bucketNames(db(byTool))) {
+      expect(bucketRows(db(around), bucket), bucket).toEqual(bucketRows(db(byTool), bucket));
     }
     for (const sub of ['wal', 'snap']) {
-      const names = (await readdir(join(laidOutAfter, 'member', sub))).filter((n) => n !== 'db');
-      expect(await readdir(join(inPlace.dataDir!, 'member', sub))).toEqual(expect.arrayContaining(names));
-      for (const name of names) {
-        const [a, b] = await Promise.all(
-          [inPlace.dataDir!, laidOutAfter].map((d) => readFile(join(d, 'member', sub, name))),
-        );
+      const names = await readdir(join(byTool, 'member', sub));
+      expect(await readdir(join(around, 'member', sub))).toEqual(names);
+      for (const name of names.filter((n) => n !== 'db')) {
+        const [a, b] = await Promise.all([around, byTool].map((d) => readFile(join(d, 'member', sub, name))));
         expect(a.equals(b), name).toBe(true);
       }
     }
 
     const inspection = await inspectDataDir({
       binaries,
-      dataDir: inPlace.dataDir!,
+      dataDir: around,
       workDir: join(dir, 'in-place'),
       fingerprint: true,
     });

@@ -1,13 +1,6 @@
-import { fork } from 'node:child_process';
-import { type ChildLogMessage, childEntry } from '../common/child-process.js';
-import { OperationError } from '../common/errors.js';
+import { childEntry, runChild } from '../common/child-process.js';
 import type { Logger } from '../common/logger.js';
 import type { SnapshotFile, SnapshotToFileRequest } from './snapshot-to-file.js';
-
-export type SnapshotChildMessage =
-  | ChildLogMessage
-  | { type: 'done'; result: SnapshotFile }
-  | { type: 'failed'; message: string };
 
 /**
  * The snapshot process's V8 heap: a small young generation, so that a stream of 128 KiB chunks does not grow it
@@ -27,38 +20,16 @@ export function snapshotToFileInChild(
   logger: Logger,
   signal?: AbortSignal,
 ): Promise<SnapshotFile> {
-  return new Promise((resolve, reject) => {
-    signal?.throwIfAborted();
-    const entry = childEntry(import.meta.url, './isolated-snapshot-process.js');
-    const child = fork(entry, [], {
+  return runChild<SnapshotFile>(
+    {
+      entry: childEntry(import.meta.url, './isolated-snapshot-process.js'),
       execArgv: HEAP_FLAGS,
       env: { ...process.env, MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '1' },
-      serialization: 'advanced',
-      stdio: 'inherit',
-    });
-    let settled = false;
-    const settle = (fn: () => void) => {
-      if (settled) return;
-      settled = true;
-      signal?.removeEventListener('abort', onAbort);
-      fn();
-    };
-    const onAbort = () => {
-      child.kill('SIGKILL');
-      settle(() => reject(signal?.reason ?? new OperationError('the full snapshot was stopped')));
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-    child.on('message', (m: SnapshotChildMessage) => {
-      if (m.type === 'log') logger[m.level](m.msg, m.fields);
-      else if (m.type === 'done') settle(() => resolve(m.result));
-      else settle(() => reject(new OperationError(m.message)));
-    });
-    child.on('error', (err) => settle(() => reject(err)));
-    child.on('exit', (code, sig) =>
-      settle(() =>
-        reject(new OperationError(`the full snapshot's process ended unexpectedly (${sig ?? `exit ${code}`})`)),
-      ),
-    );
-    child.send({ type: 'start', request });
-  });
+      name: "the full snapshot's process",
+      logger,
+      signal,
+      stop: 'kill',
+    },
+    request,
+  );
 }

@@ -1,7 +1,7 @@
 /**
  * Talking to etcd and running it: the client, gRPC over plain HTTP/2, watch, status, members, defragment, alarms,
- * compaction, the snapshot stream, the spawned etcd and its binaries, etcd's own snapshot restore, inspecting a
- * data dir.
+ * compaction, the snapshot stream, the spawned etcd and its binaries, etcd's own snapshot restore and the member
+ * data dir laid out around a db it never reads, inspecting a data dir.
  * May use: common/, bbolt/, format/.
  */
 export * from './etcd-binaries.js';
@@ -14,6 +14,7 @@ export * from './etcd-watch.js';
 export * from './go-memory.js';
 export * from './keyspace-fingerprint.js';
 export * from './lease-keeper.js';
+export * from './member-layout.js';
 export * from './orphan-processes.js';
 export * from './snapshot-inspection.js';
 export * from './snapshot-restore-command.js';

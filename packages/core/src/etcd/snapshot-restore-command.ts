@@ -17,14 +17,15 @@ export interface MemberConfig {
 
 /**
  * Turns a verified snapshot file into a data dir with etcd's own tool: `etcdutl snapshot restore`
- * (3.5+) or `etcdctl snapshot restore` (3.4). Both refuse an existing or non-empty target.
+ * (3.5+) or `etcdctl snapshot restore` (3.4). Both refuse an existing or non-empty target. `skipHashCheck`
+ * for a db with no sha256 trailer (one not from etcd's snapshot stream).
  */
 export async function runSnapshotRestore(
   binaries: EtcdBinaries,
   snapshotFile: string,
   dataDir: string,
   member: MemberConfig,
-  options: { signal?: AbortSignal } = {},
+  options: { signal?: AbortSignal; skipHashCheck?: boolean } = {},
 ): Promise<void> {
   const tool = binaries.etcdutl ?? binaries.etcdctl;
   if (!tool) throw new OperationError('neither etcdutl nor etcdctl is available to restore the snapshot');
@@ -38,6 +39,7 @@ export async function runSnapshotRestore(
     `--initial-cluster=${member.initialCluster}`,
     `--initial-cluster-token=${member.initialClusterToken}`,
     `--initial-advertise-peer-urls=${member.initialAdvertisePeerUrls}`,
+    ...(options.skipHashCheck ? ['--skip-hash-check'] : []),
   ];
   try {
     await run(tool, args, {
@@ -59,7 +61,7 @@ export async function runSnapshotRestore(
  * started on a 3.5 db ignores what 3.5 added to it and its cluster version says 3.5. So a snapshot whose db
  * shows a newer etcd than the tools in use is refused before anything is laid out.
  */
-function refuseDowngrade(binaries: EtcdBinaries, snapshotFile: string): void {
+export function refuseDowngrade(binaries: EtcdBinaries, snapshotFile: string): void {
   const tools = parseMinorVersion(binaries.version);
   const written = dbEtcdVersion(snapshotFile);
   if (!tools || !written || !newerThan(written, tools)) return;

@@ -1,14 +1,8 @@
 import { createHash } from 'node:crypto';
 import { closeSync, fsyncSync, ftruncateSync, openSync, readSync, writeSync } from 'node:fs';
 import { rename } from 'node:fs/promises';
-import {
-  type BboltMeta,
-  BboltReader,
-  BUCKET_LEAF_FLAG,
-  type BucketValue,
-  metaPage,
-  NO_FREELIST,
-} from '../bbolt/bbolt-file.js';
+import { commitBuckets, writeBucket } from '../bbolt/bbolt-commit.js';
+import { type BboltMeta, BboltReader, type BucketValue } from '../bbolt/bbolt-file.js';
 import { LeafBuilder, PageAppender, writeBranches } from '../bbolt/bbolt-page-writer.js';
 import { storeRevision } from '../bbolt/db-file-revision.js';
 import { IntegrityError, OperationError } from '../common/errors.js';
@@ -19,10 +13,9 @@ import type { ReplayEngine } from './replay-engine.js';
 import { DEFAULT_REPLAYED_LEASE_TTL } from './replay-events.js';
 
 /**
- * Writes the revisions straight into a bbolt db — the full snapshot's file, or the db of a member data dir
- * etcd's tool laid out from it — as etcd's mvcc would have stored them, with no etcd running and no round trip
- * per revision (docs/etcd-formats.md §7). etcd keeps no revision counter:
- * at start-up it takes the revision from the last row of the `key` bucket, whose keys are revisions, so new
+ * Writes the revisions straight into a bbolt db — the full snapshot's file — as etcd's mvcc would have stored
+ * them, with no etcd running and no round trip per revision (docs/etcd-formats.md §7). etcd keeps no revision
+ * counter: at start-up it takes the revision from the last row of the `key` bucket, whose keys are revisions, so new
  * revisions only ever go after every existing row.
  *
  * The file is extended copy-on-write, as bbolt itself commits: the existing leaf pages stay where they are;
@@ -129,39 +122,17 @@ export class DirectReplayEngine implements ReplayEngine {
       : [];
     for (const id of this.newLeases) rows.push(leaseRecord(id, ttl));
     rows.sort((a, b) => Buffer.compare(a.key, b.key));
-    const leaves = new LeafBuilder(this.pages!);
-    for (const row of rows) leaves.add(row.key, row.value);
-    return { root: writeBranches(this.pages!, leaves.finish()), sequence: old?.sequence ?? 0n };
+    return writeBucket(this.pages!, rows, old?.sequence ?? 0n);
   }
 
-  /** Writes the new tree's branch, bucket and root pages, then the two metas that make it current; returns the size. */
+  /** Writes the new tree's `key` branches and bucket pages, then the root and metas that make it current; returns the size. */
   private commit(): number {
-    const pages = this.pages!;
-    const meta = this.meta!;
     this.buckets.set('key', {
-      root: writeBranches(pages, this.keyRows!.finish()),
+      root: writeBranches(this.pages!, this.keyRows!.finish()),
       sequence: this.buckets.get('key')!.sequence,
     });
     if (this.newLeases.size > 0) this.buckets.set('lease', this.rewriteLeases());
-    const root = new LeafBuilder(pages);
-    for (const [name, bucket] of [...this.buckets].sort(([a], [b]) =>
-      Buffer.compare(Buffer.from(a, 'latin1'), Buffer.from(b, 'latin1')),
-    )) {
-      root.add(Buffer.from(name, 'latin1'), bucketHeader(bucket), BUCKET_LEAF_FLAG);
-    }
-    const rootPage = writeBranches(pages, root.finish());
-    pages.flush();
-    // Both metas name the new tree, the higher txid on page 0 — as bbolt's own snapshot stream writes them.
-    const next: BboltMeta = {
-      ...meta,
-      root: rootPage,
-      freelist: NO_FREELIST,
-      pgid: pages.nextPgid,
-      txid: meta.txid + 2n,
-    };
-    writeSync(this.fd!, metaPage(next, 0), 0, meta.pageSize, 0);
-    writeSync(this.fd!, metaPage({ ...next, txid: meta.txid + 1n }, 1), 0, meta.pageSize, meta.pageSize);
-    return next.pgid * meta.pageSize;
+    return commitBuckets(this.fd!, this.pages!, this.meta!, this.buckets);
   }
 
   /** Reads the revision back from the new tree, independently of what was written. */
@@ -188,11 +159,4 @@ export class DirectReplayEngine implements ReplayEngine {
     ftruncateSync(this.fd!, size + SNAPSHOT_TRAILER);
     return { size: size + SNAPSHOT_TRAILER, revision: this.readBack(), dbSha256: digest.toString('hex') };
   }
-}
-
-function bucketHeader(bucket: BucketValue): Buffer {
-  const header = Buffer.alloc(16);
-  header.writeBigUInt64LE(BigInt(bucket.root), 0);
-  header.writeBigUInt64LE(bucket.sequence, 8);
-  return bucket.inline ? Buffer.concat([header, bucket.inline]) : header;
 }

@@ -4,12 +4,9 @@ import { fetchDelta, readDeltaEvents } from '../backup/fetch-delta.js';
 import { fetchFullSnapshot, isUnusableFullSnapshot } from '../backup/fetch-full-snapshot.js';
 import type { CatalogEntry } from '../backup/snapshot-catalog.js';
 import type { SnapshotChain } from '../backup/snapshot-chain.js';
-import { dbFileRevision } from '../bbolt/db-file-revision.js';
 import { errorMessage, IntegrityError, OperationError } from '../common/errors.js';
 import { type Logger, silentLogger } from '../common/logger.js';
 import { prefetchInOrder } from '../common/ordered-prefetch.js';
-import type { EtcdBinaries } from '../etcd/etcd-binaries.js';
-import { type MemberConfig, runSnapshotRestore } from '../etcd/snapshot-restore-command.js';
 import { groupRevisions, type Revision } from '../format/delta-revisions.js';
 import type { FullSnapshotFacts } from '../format/full-snapshot-check.js';
 import type { SnapStore } from '../store/snapstore.js';
@@ -30,20 +27,20 @@ export interface ChainReplayOptions {
   logger?: Logger;
   signal?: AbortSignal;
   /**
-   * Make this member's data dir from the full snapshot with etcd's own tool before any delta, and replay into
-   * its db, when the engine extends a db in place (`finishInPlace`): the tool then copies and indexes the full
-   * snapshot rather than the larger result. With other engines the result stays a snapshot file.
+   * Leave the result in the db file the engine extended (`dbFile`, no sha256 trailer), where the engine can
+   * (`finishInPlace`): for a caller that lays a data dir out around it, which needs no trailer and saves
+   * reading the whole db once more to hash it. With other engines the result stays a snapshot file.
    */
-  layout?: { binaries: EtcdBinaries; member: MemberConfig; dataDir: string };
+  inPlace?: boolean;
 }
 
 export interface ChainReplayResult {
   /** The revision the result holds. */
   revision: number;
-  /** The result as an etcd snapshot file (db plus sha256 trailer), verified; unless `dataDir` holds it. */
+  /** The result as an etcd snapshot file (db plus sha256 trailer), verified; unless `dbFile` holds it. */
   snapshotFile?: string;
-  /** The member data dir holding the result, when `layout` was asked for and the engine could replay into it. */
-  dataDir?: string;
+  /** The result as a bare db file, synced, its revision read back: when `inPlace` was asked for and the engine could. */
+  dbFile?: string;
   /** The revision the full snapshot held (may be above its name: etcd#9037). */
   baseRevision: number;
   deltas: number;
@@ -60,12 +57,12 @@ export interface ChainReplayResult {
 export class UnusableFullSnapshotError extends IntegrityError {}
 
 /**
- * Rebuilds the state a chain describes as a snapshot file, or as a member data dir (`layout`): the full
- * snapshot, then each delta's revisions through a replay engine, up to the target. Deltas are downloaded
- * ahead with bounded concurrency, each verified whole before its first event is applied, and deleted once
- * applied, so disk holds at most `maxFetchers` + 1 deltas and memory one revision. Revisions must follow
- * each other without a gap; those at or below what is already reached (overlapping deltas, a full snapshot
- * ahead of its name) are skipped.
+ * Rebuilds the state a chain describes as a snapshot file, or as a db file (`inPlace`): the full snapshot,
+ * then each delta's revisions through a replay engine, up to the target. Deltas are downloaded ahead with
+ * bounded concurrency, each verified whole before its first event is applied, and deleted once applied, so
+ * disk holds at most `maxFetchers` + 1 deltas and memory one revision. Revisions must follow each other
+ * without a gap; those at or below what is already reached (overlapping deltas, a full snapshot ahead of its
+ * name) are skipped.
  */
 export async function replayChain(options: ChainReplayOptions): Promise<ChainReplayResult> {
   const { store, chain, engine, workDir } = options;
@@ -73,10 +70,10 @@ export async function replayChain(options: ChainReplayOptions): Promise<ChainRep
   await mkdir(join(workDir, 'deltas'), { recursive: true });
   const baseFile = join(workDir, 'base.db');
   const base = await fetchBase(store, chain.full, baseFile, options);
-  const inPlace = engine.finishInPlace ? options.layout : undefined;
+  const inPlace = options.inPlace === true && engine.finishInPlace !== undefined;
   const result: ChainReplayResult = {
     revision: base.revision,
-    ...(inPlace ? { dataDir: inPlace.dataDir } : { snapshotFile: baseFile }),
+    snapshotFile: baseFile,
     baseRevision: base.revision,
     deltas: 0,
     revisions: 0,
@@ -84,7 +81,6 @@ export async function replayChain(options: ChainReplayOptions): Promise<ChainRep
     created: 0,
     deleted: 0,
   };
-  const dbFile = inPlace ? await layOut(baseFile, base.revision, inPlace, logger, options.signal) : baseFile;
   const wanted = options.toRevision ?? chain.lastRevision;
   if (chain.deltas.length === 0 || base.revision >= wanted) return result;
 
@@ -92,7 +88,7 @@ export async function replayChain(options: ChainReplayOptions): Promise<ChainRep
   let reached = base.revision;
   let finished = false;
   try {
-    await engine.open({ file: dbFile, revision: base.revision });
+    await engine.open({ file: baseFile, revision: base.revision });
     const fetched = prefetchInOrder(
       chain.deltas,
       async (entry, signal) => {
@@ -150,6 +146,8 @@ export async function replayChain(options: ChainReplayOptions): Promise<ChainRep
     }
     if (inPlace) {
       result.revision = await engine.finishInPlace!();
+      delete result.snapshotFile;
+      result.dbFile = baseFile;
     } else {
       result.snapshotFile = join(workDir, 'result.db');
       result.revision = (await engine.finish(result.snapshotFile)).revision;
@@ -187,30 +185,6 @@ async function fetchBase(
     }
     throw err;
   }
-}
-
-/** The member's data dir made from the full snapshot by etcd's own tool; returns its db, for the engine to extend. */
-async function layOut(
-  baseFile: string,
-  revision: number,
-  layout: NonNullable<ChainReplayOptions['layout']>,
-  logger: Logger,
-  signal?: AbortSignal,
-): Promise<string> {
-  logger.info('laying out the member data dir', { member: layout.member.name, revision });
-  await rm(layout.dataDir, { recursive: true, force: true });
-  await runSnapshotRestore(layout.binaries, baseFile, layout.dataDir, layout.member, { signal });
-  await rm(baseFile, { force: true });
-  const db = join(layout.dataDir, 'member', 'snap', 'db');
-  // etcdctl 3.4 deletes the old members' IDs from the key space (docs/etcd-formats.md §4.2): a key of that name
-  // would have taken a revision of its own, and the replayed revisions must follow the full snapshot's.
-  const onDisk = await dbFileRevision(db);
-  if (onDisk !== revision) {
-    throw new OperationError(
-      `etcd's snapshot restore left the db at revision ${onDisk}, not the full snapshot's ${revision}: it deleted a key named like a member ID`,
-    );
-  }
-  return db;
 }
 
 function deltaFile(workDir: string, entry: CatalogEntry): string {

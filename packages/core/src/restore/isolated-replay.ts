@@ -1,11 +1,9 @@
-import { fork } from 'node:child_process';
 import type { SnapshotChain } from '../backup/snapshot-chain.js';
-import { type ChildLogMessage, childEntry } from '../common/child-process.js';
+import { childEntry, runChild } from '../common/child-process.js';
 import { IntegrityError, OperationError, UsageError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { EtcdBinaries } from '../etcd/etcd-binaries.js';
 import { recordChildPid } from '../etcd/orphan-processes.js';
-import type { MemberConfig } from '../etcd/snapshot-restore-command.js';
 import { type ChainReplayResult, UnusableFullSnapshotError } from '../replay/replay-chain.js';
 import type { TxnLimits } from '../replay/replay-events.js';
 import type { ReplayMethod } from './replay-method.js';
@@ -26,14 +24,12 @@ export interface IsolatedReplayRequest {
   leaseTtl?: number;
   maxFetchers: number;
   allowPartial?: boolean;
-  /** Lay out this member's data dir first and replay into it, where the method can (see replayChain). */
-  layout?: { member: MemberConfig; dataDir: string };
+  /** Leave the result in the db file the engine extended, where the method can (see replayChain). */
+  inPlace?: boolean;
 }
 
-export type ChildMessage =
-  | ChildLogMessage
-  | { type: 'done'; result: ChainReplayResult; peakRssBytes: number }
-  | { type: 'failed'; name: string; message: string };
+/** The replay's result, with the replay process's peak RSS. */
+export type ReplayOutcome = ChainReplayResult & { peakRssBytes: number };
 
 /**
  * V8 flags for the replay process: the young generation small, so that a stream of short-lived events does
@@ -44,7 +40,7 @@ const HEAP_FLAGS = ['--max-semi-space-size=4', '--max-old-space-size=384'];
 
 /**
  * Runs replayChain in a child process: its memory is bounded by HEAP_FLAGS, and all of it goes back to the
- * system when it ends — before etcd is started on the result, so the two never add up. (A worker thread
+ * system when it ends — before etcd's tool lays the data dir out and the result is verified, so they never add up. (A worker thread
  * would leave its malloc arena behind in this process.) Its pid is recorded in the scratch dir, so that a
  * run after a crash stops it like any other leftover.
  */
@@ -52,36 +48,23 @@ export function replayInChild(
   request: IsolatedReplayRequest,
   logger: Logger,
   signal?: AbortSignal,
-): Promise<ChainReplayResult & { peakRssBytes: number }> {
-  return new Promise((resolve, reject) => {
-    const entry = childEntry(import.meta.url, './isolated-replay-process.js');
-    // The scratch dir on its command line lets killRecordedChildren recognise it.
-    const child = fork(entry, [request.engineDir], {
+): Promise<ReplayOutcome> {
+  return runChild<ReplayOutcome>(
+    {
+      entry: childEntry(import.meta.url, './isolated-replay-process.js'),
+      // The scratch dir on its command line lets killRecordedChildren recognise it.
+      args: [request.engineDir],
       execArgv: HEAP_FLAGS,
-      serialization: 'advanced',
-      stdio: 'inherit',
-    });
-    void recordChildPid(request.engineDir, 'replay', child.pid);
-    let settled = false;
-    const settle = (fn: () => void) => {
-      if (settled) return;
-      settled = true;
-      signal?.removeEventListener('abort', onAbort);
-      fn();
-    };
-    const onAbort = () => child.connected && child.send({ type: 'abort' });
-    signal?.addEventListener('abort', onAbort, { once: true });
-    child.on('message', (m: ChildMessage) => {
-      if (m.type === 'log') logger[m.level](m.msg, m.fields);
-      else if (m.type === 'done') settle(() => resolve({ ...m.result, peakRssBytes: m.peakRssBytes }));
-      else settle(() => reject(revive(m.name, m.message)));
-    });
-    child.on('error', (err) => settle(() => reject(err)));
-    child.on('exit', (code, sig) =>
-      settle(() => reject(new OperationError(`the replay process ended unexpectedly (${sig ?? `exit ${code}`})`))),
-    );
-    child.send({ type: 'start', request });
-  });
+      name: 'the replay process',
+      logger,
+      signal,
+      // It stops its private etcd, if any, before it ends.
+      stop: 'message',
+      revive,
+      started: (pid) => void recordChildPid(request.engineDir, 'replay', pid),
+    },
+    request,
+  );
 }
 
 /** The child's error as the class callers tell apart (fallback on an unusable full snapshot, exit codes). */

@@ -5,12 +5,13 @@ import { errorMessage, OperationError } from '../common/errors.js';
 import { type Logger, silentLogger } from '../common/logger.js';
 import { type EtcdBinaries, findEtcdBinaries } from '../etcd/etcd-binaries.js';
 import type { KeyspaceFingerprint } from '../etcd/keyspace-fingerprint.js';
-import { type MemberConfig, runSnapshotRestore } from '../etcd/snapshot-restore-command.js';
+import { layOutMemberDataDir } from '../etcd/member-layout.js';
+import type { MemberConfig } from '../etcd/snapshot-restore-command.js';
 import { type ChainReplayResult, UnusableFullSnapshotError } from '../replay/replay-chain.js';
 import type { TxnLimits } from '../replay/replay-events.js';
 import { openStore } from '../store/location.js';
 import { DataDirTarget } from './data-dir.js';
-import { replayInChild } from './isolated-replay.js';
+import { type ReplayOutcome, replayInChild } from './isolated-replay.js';
 import type { ReplayMethod } from './replay-method.js';
 import { planRestore, type RestorePlan, type RestoreRequest } from './restore-plan.js';
 import { type VerifyMethod, verifyResult } from './result-verification.js';
@@ -59,7 +60,7 @@ export interface RestoreResult {
 
 /**
  * Rebuilds a data dir from a store: the newest usable chain (full snapshot plus deltas), replayed up to the
- * target, verified, then laid out for the requested member by etcd's own restore tool. All work happens in
+ * target, laid out for the requested member as etcd's own restore tool lays it out, then verified. All work happens in
  * a scratch dir beside the target, which is replaced only once the result proved itself: it passes
  * etcd-validate's full check (or etcd starts and stops cleanly on it, `verify: 'etcd'`), and its revision and
  * key count are what the chain says.
@@ -87,7 +88,7 @@ export async function restore(options: RestoreOptions): Promise<RestoreResult> {
         toRevision: chain.lastRevision,
         replay: method,
       });
-      let replayed: ChainReplayResult & { peakRssBytes: number };
+      let replayed: ReplayOutcome;
       await rm(join(workDir, 'replay'), { recursive: true, force: true }); // what a failed attempt left
       try {
         replayed = await replayInChild(
@@ -105,7 +106,7 @@ export async function restore(options: RestoreOptions): Promise<RestoreResult> {
             leaseTtl: options.leaseTtl,
             maxFetchers: options.maxFetchers ?? 4,
             allowPartial: options.allowPartial,
-            layout: { member: options.member, dataDir: memberDataDir(workDir) },
+            inPlace: true,
           },
           logger,
           options.signal,
@@ -189,8 +190,8 @@ function memberDataDir(workDir: string): string {
 }
 
 /**
- * Makes the member's data dir from the replayed snapshot with etcd's own restore tool, unless the replay
- * already went into one; proves it (result-verification.ts) and swaps it in.
+ * Lays the member's data dir out around the replayed db (etcd's own restore tool, on an empty db: see
+ * member-layout.ts), proves it (result-verification.ts) and swaps it in.
  */
 async function finish(
   options: RestoreOptions,
@@ -207,11 +208,9 @@ async function finish(
     );
   }
   const dataDir = memberDataDir(ctx.workDir);
-  if (replayed.snapshotFile) {
-    ctx.logger.info('laying out the member data dir', { member: options.member.name, revision });
-    await runSnapshotRestore(ctx.binaries, replayed.snapshotFile, dataDir, options.member, { signal: ctx.signal });
-    await rm(replayed.snapshotFile, { force: true });
-  }
+  ctx.logger.info('laying out the member data dir', { member: options.member.name, revision });
+  const db = replayed.dbFile ?? replayed.snapshotFile!;
+  await layOutMemberDataDir(ctx.binaries, db, dataDir, options.member, { signal: ctx.signal });
   ctx.signal?.throwIfAborted();
   const method = options.verify ?? 'check';
   ctx.logger.info('verifying the result', { revision, verify: method });

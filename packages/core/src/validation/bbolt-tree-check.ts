@@ -25,9 +25,11 @@ const PAGES_PER_COLLECTION = 256;
  * increasing and within their branch's bounds, sub-buckets followed; a stored freelist disjoint from the tree
  * and, with it, every page accounted for. Rows of etcd's `key` bucket must be revisions (docs/etcd-formats.md §3.2). Reads one
  * page at a time (plus the pages above it); a byte a page records which pages were reached.
- * Returns the number of pages walked; the first fault throws, naming the page.
+ * Returns the number of pages walked; the first fault throws, naming the page. `onLeaf` is given each checked
+ * leaf of a top-level bucket (an inline bucket's page without an id), in key order: for a caller that reads
+ * the rows too, so that the db is read once.
  */
-export function checkBboltTree(reader: BboltReader): number {
+export function checkBboltTree(reader: BboltReader, onLeaf?: LeafVisitor): number {
   const { pgid, root, freelist, pageSize } = reader.meta;
   const reached = new Uint8Array(pgid);
   reached[0] = 1;
@@ -58,6 +60,7 @@ export function checkBboltTree(reader: BboltReader): number {
     const flags = page.readUInt16LE(8);
     if (flags === LEAF_PAGE) {
       checkLeaf(page, id, lower, upper, bucket, depth);
+      if (bucket.name !== 'root') onLeaf?.(bucket.name, id, page);
     } else if (flags === BRANCH_PAGE) {
       checkElementBounds(page, id, false);
       const children = branchChildren(page);
@@ -107,6 +110,7 @@ export function checkBboltTree(reader: BboltReader): number {
       previous = e.key;
       if (bucket.revisionKeys) checkRevisionKey(e.key, id);
     }
+    onLeaf?.(bucket.name, undefined, inline);
   };
 
   /** Every element and the bytes it points to lie inside the page (pos counts from the element, docs/etcd-formats.md §2.3). */
@@ -147,6 +151,9 @@ export function checkBboltTree(reader: BboltReader): number {
   if (freelist !== NO_FREELIST) checkFreelist(reader, Number(freelist), reached);
   return walked;
 }
+
+/** A checked leaf page of bucket `bucket` (no id: an inline bucket's page). */
+export type LeafVisitor = (bucket: string, id: number | undefined, page: Buffer) => void;
 
 interface Bucket {
   name: string;

@@ -2,7 +2,7 @@ import { closeSync, fstatSync, openSync } from 'node:fs';
 import { type BboltMeta, BboltReader, NO_FREELIST } from '../bbolt/bbolt-file.js';
 import { storeRevision } from '../bbolt/db-file-revision.js';
 import { IntegrityError } from '../common/errors.js';
-import { checkBboltTree } from './bbolt-tree-check.js';
+import { checkBboltTree, type LeafVisitor } from './bbolt-tree-check.js';
 import type { ValidationMode } from './verdict.js';
 
 export interface DbState {
@@ -19,9 +19,9 @@ export interface DbState {
  * The bbolt db read directly, without mapping it (docs/etcd-formats.md §2 and docs/etcd-formats.md §3). Sanity: both meta
  * pages, the file's length against the high-water mark, the `key` and `meta` buckets, the newest revision
  * down the `key` bucket's rightmost path and the consistent index: a few pages however large the db.
- * Full: also the whole page tree. A fault throws an IntegrityError that names it.
+ * Full: also the whole page tree, each leaf given to `onLeaf`. A fault throws an IntegrityError that names it.
  */
-export function checkDb(path: string, mode: ValidationMode): DbState {
+export function checkDb(path: string, mode: ValidationMode, onLeaf?: LeafVisitor): DbState {
   const fd = openSync(path, 'r');
   try {
     const size = fstatSync(fd).size;
@@ -53,7 +53,7 @@ export function checkDb(path: string, mode: ValidationMode): DbState {
       if (e.value.length !== 8) throw new IntegrityError(`the db's consistent_index is ${e.value.length} bytes, not 8`);
       consistentIndex = Number(e.value.readBigUInt64BE(0));
     }
-    const pagesWalked = mode === 'full' ? checkBboltTree(reader) : undefined;
+    const pagesWalked = mode === 'full' ? checkBboltTree(reader, onLeaf) : undefined;
     return { meta, revision, consistentIndex, warnings, ...(pagesWalked === undefined ? {} : { pagesWalked }) };
   } finally {
     closeSync(fd);

@@ -26,48 +26,90 @@ const PAGES_PER_COLLECTION = 256;
  * serves at the db's revision. Pages are read one at a time; the key index is bounded (NewestRows), so memory
  * does not grow with the db. `tmpDir` takes the index's sorted runs when it outgrows `memoryBudget`.
  */
-export function dbKeyspace(
-  path: string,
-  options: { tmpDir: string; earlierRevision?: number; memoryBudget?: number },
-): DbKeyspace {
-  const fd = openSync(path, 'r');
-  const rows = new NewestRows({ tmpDir: options.tmpDir, memoryBudget: options.memoryBudget ?? MEMORY_BUDGET });
+export function dbKeyspace(path: string, options: KeyspaceOptions): DbKeyspace {
+  const keyspace = new KeyspaceReader(options);
   try {
-    const reader = new BboltReader(fd);
-    const revision = storeRevision(reader);
-    const keyBucket = reader.buckets().get('key');
-    if (!keyBucket) throw new IntegrityError('the db has no "key" bucket: it is not an etcd database');
-    const earlier = options.earlierRevision ?? 0;
-    let pages = 0;
-    for (const leaf of reader.leaves(keyBucket)) {
-      leafElements(leaf.page).forEach((row, element) => {
-        // an empty row is the placeholder a revision-bumping restore leaves for a pending compaction
-        // (docs/etcd-formats.md §4.2): not a key
-        if (row.value.length === 0) return;
-        const main = Number(row.key.readBigUInt64BE(0));
-        const tombstone = row.key.length === 18 && row.key[17] === 0x74;
-        rows.add(userKey(row.value, leaf.id, element), { page: leaf.id, element }, tombstone, main <= earlier);
-      });
-      if (++pages % PAGES_PER_COLLECTION === 0) collectGarbage('minor');
+    const fd = openSync(path, 'r');
+    try {
+      const reader = new BboltReader(fd);
+      const keyBucket = reader.buckets().get('key');
+      if (!keyBucket) throw new IntegrityError('the db has no "key" bucket: it is not an etcd database');
+      for (const leaf of reader.leaves(keyBucket)) keyspace.addLeaf('key', leaf.id, leaf.page);
+    } finally {
+      closeSync(fd);
     }
-    const hash = new FingerprintHash();
-    let keysAtEarlier = 0;
-    let cached: { id: number | undefined; page: Buffer } = { id: undefined, page: keyBucket.inline ?? Buffer.alloc(0) };
-    for (const row of rows.inKeyOrder()) {
-      if (row.liveAtEarlier) keysAtEarlier++;
-      if (row.tombstone) continue;
-      if (row.page !== cached.id) cached = { id: row.page, page: reader.page(row.page as number) };
-      const element = leafElements(cached.page)[row.element];
-      hash.add(keyValue(element.value, row.page, row.element));
-      if (++pages % PAGES_PER_COLLECTION === 0) collectGarbage('minor');
-    }
-    return {
-      fingerprint: hash.digest(revision),
-      ...(options.earlierRevision === undefined ? {} : { keysAtEarlier }),
-    };
+    return keyspace.finish(path);
   } finally {
-    rows.close();
-    closeSync(fd);
+    keyspace.close();
+  }
+}
+
+export interface KeyspaceOptions {
+  tmpDir: string;
+  earlierRevision?: number;
+  memoryBudget?: number;
+}
+
+/**
+ * dbKeyspace in two steps, for a caller that reads the `key` bucket's leaves anyway (etcd-validate's full
+ * check: checkBboltTree's `onLeaf`): each leaf is given to `addLeaf` in key order, then `finish` reads the
+ * live keys' pages again in key order. Saves one read of the db, which counts under a memory limit smaller
+ * than the db, where the page cache cannot keep it.
+ */
+export class KeyspaceReader {
+  private readonly rows: NewestRows;
+  private readonly earlier: number;
+  private pages = 0;
+  private inline?: Buffer;
+
+  constructor(private readonly options: KeyspaceOptions) {
+    this.rows = new NewestRows({ tmpDir: options.tmpDir, memoryBudget: options.memoryBudget ?? MEMORY_BUDGET });
+    this.earlier = options.earlierRevision ?? 0;
+  }
+
+  /** One leaf page of a bucket (no id: the `key` bucket is inline); leaves of other buckets are ignored. */
+  addLeaf(bucket: string, id: number | undefined, page: Buffer): void {
+    if (bucket !== 'key') return;
+    if (id === undefined) this.inline = page;
+    leafElements(page).forEach((row, element) => {
+      // an empty row is the placeholder a revision-bumping restore leaves for a pending compaction
+      // (docs/etcd-formats.md §4.2): not a key
+      if (row.value.length === 0) return;
+      const main = Number(row.key.readBigUInt64BE(0));
+      const tombstone = row.key.length === 18 && row.key[17] === 0x74;
+      this.rows.add(userKey(row.value, id, element), { page: id, element }, tombstone, main <= this.earlier);
+    });
+    if (++this.pages % PAGES_PER_COLLECTION === 0) collectGarbage('minor');
+  }
+
+  /** The keyspace of the db at `path`, whose `key` bucket's leaves were all added. */
+  finish(path: string): DbKeyspace {
+    const fd = openSync(path, 'r');
+    try {
+      const reader = new BboltReader(fd);
+      const revision = storeRevision(reader);
+      const hash = new FingerprintHash();
+      let keysAtEarlier = 0;
+      let cached: { id: number | undefined; page: Buffer } = { id: undefined, page: this.inline ?? Buffer.alloc(0) };
+      for (const row of this.rows.inKeyOrder()) {
+        if (row.liveAtEarlier) keysAtEarlier++;
+        if (row.tombstone) continue;
+        if (row.page !== cached.id) cached = { id: row.page, page: reader.page(row.page as number) };
+        const element = leafElements(cached.page)[row.element];
+        hash.add(keyValue(element.value, row.page, row.element));
+        if (++this.pages % PAGES_PER_COLLECTION === 0) collectGarbage('minor');
+      }
+      return {
+        fingerprint: hash.digest(revision),
+        ...(this.options.earlierRevision === undefined ? {} : { keysAtEarlier }),
+      };
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  close(): void {
+    this.rows.close();
   }
 }
 

@@ -8,6 +8,7 @@ import type { SnapStore } from '../store/snapstore.js';
 import { type RaftSnapshotFile, readNewestRaftSnapshot } from '../wal/raft-snapshot-file.js';
 import { scanWal, type WalSnapshotMark, type WalSummary } from '../wal/wal-scan.js';
 import { listWalSegments } from '../wal/wal-segments.js';
+import type { LeafVisitor } from './bbolt-tree-check.js';
 import { checkDb, type DbState } from './db-check.js';
 import { checkSafeGuard } from './safe-guard.js';
 import { type DataDirReport, type Finding, type ValidationMode, VERDICTS, type Verdict } from './verdict.js';
@@ -25,6 +26,8 @@ export interface ValidateOptions {
   maxRevisionsAhead: number;
   /** Write nothing, not even a missing safe_guard (bootstrap's dry run). */
   readOnly?: boolean;
+  /** Full mode: each leaf page of the db as the check reads it (see checkBboltTree). */
+  onLeaf?: LeafVisitor;
 }
 
 /** Stops the checks with a verdict other than valid. */
@@ -64,7 +67,7 @@ export async function validateDataDir(options: ValidateOptions): Promise<DataDir
   try {
     await checkVolume(options, findings);
     await checkLayout(dataDir);
-    const db = dbFacts(dataDir, mode, findings, options.failBelowRevision);
+    const db = dbFacts(dataDir, mode, findings, options.failBelowRevision, options.onLeaf);
     facts.db = {
       revision: db.revision,
       consistentIndex: db.consistentIndex,
@@ -164,10 +167,16 @@ async function checkLayout(dataDir: string): Promise<void> {
   }
 }
 
-function dbFacts(dataDir: string, mode: ValidationMode, findings: Finding[], failBelowRevision?: number): DbState {
+function dbFacts(
+  dataDir: string,
+  mode: ValidationMode,
+  findings: Finding[],
+  failBelowRevision?: number,
+  onLeaf?: LeafVisitor,
+): DbState {
   let db: DbState;
   try {
-    db = checkDb(join(dataDir, 'member/snap/db'), mode);
+    db = checkDb(join(dataDir, 'member/snap/db'), mode, onLeaf);
   } catch (err) {
     throw new Decided(unreadable(err) ? 'cannot-decide' : 'restore-needed', {
       check: 'db',

@@ -1,0 +1,105 @@
+import { chmodSync, closeSync, fsyncSync, ftruncateSync, openSync } from 'node:fs';
+import { rename, rm } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { commitBuckets, writeBucket } from '../bbolt/bbolt-commit.js';
+import { BboltReader, detachedCopy } from '../bbolt/bbolt-file.js';
+import { PageAppender } from '../bbolt/bbolt-page-writer.js';
+import { writeEmptyDb } from '../bbolt/empty-db.js';
+import { OperationError } from '../common/errors.js';
+import { fsyncPath } from '../common/fsync-path.js';
+import type { EtcdBinaries } from './etcd-binaries.js';
+import { type MemberConfig, refuseDowngrade, runSnapshotRestore } from './snapshot-restore-command.js';
+
+/**
+ * Buckets etcd's restore tool writes whole: etcdutl (3.5+) deletes the old members and writes the new ones;
+ * etcdctl 3.4 leaves both as they were (docs/etcd-formats.md §4.2).
+ */
+const MEMBERSHIP_BUCKETS = new Set(['members', 'members_removed']);
+
+interface Row {
+  key: Buffer;
+  value: Buffer;
+}
+
+/**
+ * Makes the member data dir etcd's restore tool makes from `dbFile`, without the tool ever reading that db
+ * (docs/etcd-formats.md §4.2). What the tool writes does not depend on the key space: the WAL and the raft
+ * snapshot (membership, commit index), the `members` and `members_removed` rows, and `consistent_index` (and
+ * `term`, 3.5+) in `meta`. So the tool lays out a data dir for a new, empty db, and what it wrote into that db
+ * is carried into `dbFile` in one copy-on-write commit; `dbFile` (a snapshot file or a bare db) then takes the
+ * empty db's place. etcd's tool would map the whole db, and 3.4's would index every key of it.
+ */
+export async function layOutMemberDataDir(
+  binaries: EtcdBinaries,
+  dbFile: string,
+  dataDir: string,
+  member: MemberConfig,
+  options: { signal?: AbortSignal } = {},
+): Promise<void> {
+  refuseDowngrade(binaries, dbFile);
+  const empty = `${dataDir}.empty.db`;
+  await rm(empty, { force: true });
+  // etcdutl writes the consistent index into `meta` without creating it.
+  writeEmptyDb(empty, ['meta']);
+  try {
+    await runSnapshotRestore(binaries, empty, dataDir, member, { signal: options.signal, skipHashCheck: true });
+  } finally {
+    await rm(empty, { force: true });
+  }
+  const laidOut = join(dataDir, 'member', 'snap', 'db');
+  carryToolRows(laidOut, dbFile, binaries.etcdutl ?? binaries.etcdctl ?? 'etcd');
+  await rename(dbFile, laidOut);
+  await fsyncPath(dirname(laidOut));
+}
+
+/** The rows etcd's tool wrote into the empty db `from`, written into `into` and committed there, synced. */
+function carryToolRows(from: string, into: string, tool: string): void {
+  const written = bucketRows(from);
+  const fd = openSync(into, 'r+');
+  try {
+    const reader = new BboltReader(fd);
+    const buckets = reader.buckets();
+    const pages = new PageAppender(fd, reader.meta.pageSize, reader.meta.pgid);
+    for (const [name, rows] of written) {
+      const sequence = buckets.get(name)?.sequence ?? 0n;
+      if (name === 'meta') {
+        const meta = buckets.get('meta');
+        const merged = new Map<string, Row>();
+        if (meta) for (const row of reader.elements(meta)) merged.set(row.key.toString('latin1'), copied(row));
+        for (const row of rows) merged.set(row.key.toString('latin1'), row);
+        const sorted = [...merged.values()].sort((a, b) => Buffer.compare(a.key, b.key));
+        buckets.set(name, writeBucket(pages, sorted, sequence));
+      } else if (MEMBERSHIP_BUCKETS.has(name)) {
+        buckets.set(name, writeBucket(pages, rows, sequence));
+      } else if (rows.length > 0) {
+        // An etcd whose tool writes more than the versions tested here: its result would differ from the tool's.
+        throw new OperationError(
+          `${tool} snapshot restore wrote rows into the "${name}" bucket, which this restore does not know to carry over; use etcd 3.4 or 3.5 tools (--etcd-bin-dir)`,
+        );
+      }
+    }
+    // The commit starts where the db's pages end: etcd's sha256 trailer, if any, goes.
+    ftruncateSync(fd, commitBuckets(fd, pages, reader.meta, buckets));
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  chmodSync(into, 0o600);
+}
+
+/** Every bucket of a (small) db with its rows. */
+function bucketRows(file: string): Map<string, Row[]> {
+  const fd = openSync(file, 'r');
+  try {
+    const reader = new BboltReader(fd);
+    const out = new Map<string, Row[]>();
+    for (const [name, bucket] of reader.buckets()) out.set(name, [...reader.elements(bucket)].map(copied));
+    return out;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function copied(row: Row): Row {
+  return { key: detachedCopy(row.key), value: detachedCopy(row.value) };
+}
