@@ -72,7 +72,7 @@ export function dbKeyspace(
 }
 
 /** The user key of a `key` bucket row (mvccpb.KeyValue field 1, which a tombstone's row holds too). */
-function userKey(value: Buffer, page: number | undefined, element: number): Buffer {
+export function userKey(value: Buffer, page: number | undefined, element: number): Buffer {
   const key = keyValue(value, page, element).key;
   if (key.length === 0) {
     throw new IntegrityError(`the "key" bucket row ${element} on bbolt page ${page ?? 'inline'} holds no key`);
