@@ -51,7 +51,7 @@ const revisionHex = (main: number) => `${main.toString(16).padStart(16, '0')}5f$
  * last revision and defragmentation of the same restored db (etcd-compaction.ts, ebr's way): the same rows in
  * every bucket, but etcd's own bookkeeping of the entries it applied; and etcd starts on the new db and
  * serves the chain's keyspace, compacted there. The chain has tombstones, keys deleted and re-created, leases,
- * many revisions of one key, and a deletion as its last revision.
+ * many revisions of one key, values larger than a page, and a deletion as its last revision.
  */
 describe('compacted db written without etcd, against a real etcd compacting the same restored db', () => {
   let cluster: TestCluster | undefined;
@@ -74,6 +74,9 @@ describe('compacted db written without etcd, against a real etcd compacting the 
       tempDir: dir,
     });
     for (let i = 0; i < 40; i++) await client.put('/hot').value(`v${i}`);
+    // values on overflow pages, an old one and its successor
+    await client.put('/big').value(Buffer.alloc(20_000, 'a'));
+    await client.put('/big').value(Buffer.alloc(30_000, 'b'));
     await client.put('/gone').value('a');
     await client.delete().key('/gone');
     await client.put('/gone').value('b');
