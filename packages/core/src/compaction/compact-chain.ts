@@ -251,6 +251,7 @@ async function compactRestored(
     revision: ctx.revision,
     tmpDir: ctx.scratch,
     signal: options.signal ? AbortSignal.any([options.signal, timeout]) : timeout,
+    logger,
   }).catch((err) => {
     if (!timeout.aborted || options.signal?.aborted) throw err;
     throw new OperationError(

@@ -4,6 +4,7 @@ import { BboltDbWriter } from '../bbolt/bbolt-db-writer.js';
 import { BboltReader, BUCKET_LEAF_FLAG, type BucketValue, detachedCopy, leafElements } from '../bbolt/bbolt-file.js';
 import { storeRevision } from '../bbolt/db-file-revision.js';
 import { IntegrityError, OperationError } from '../common/errors.js';
+import { type Logger, silentLogger } from '../common/logger.js';
 import { collectGarbage } from '../common/memory-bound.js';
 import { appendSha256Trailer } from '../format/sha256-trailer.js';
 import { userKey } from '../validation/db-keyspace.js';
@@ -12,7 +13,7 @@ import { NewestRows } from '../validation/newest-rows.js';
 export interface CompactedDb {
   /** The new db's size in bytes (no trailer). */
   dbBytes: number;
-  /** Rows of the `key` bucket kept: one per live key. */
+  /** Rows of the `key` bucket kept: one per live key, and the tombstones at the last revision. */
   keptRows: number;
   /** Rows of the `key` bucket dropped: older revisions, tombstones, a bumped restore's placeholders. */
   droppedRows: number;
@@ -40,7 +41,7 @@ const PAGES_PER_TURN = 256;
 export async function writeCompactedDb(
   source: string,
   target: string,
-  options: { revision: number; tmpDir: string; signal?: AbortSignal; indexBudget?: number },
+  options: { revision: number; tmpDir: string; signal?: AbortSignal; indexBudget?: number; logger?: Logger },
 ): Promise<CompactedDb> {
   const input = openSync(source, 'r');
   try {
@@ -52,7 +53,8 @@ export async function writeCompactedDb(
     const buckets = reader.buckets();
     const keyBucket = buckets.get('key');
     if (!keyBucket) throw new IntegrityError('the db has no "key" bucket: it is not an etcd database');
-    const kept = await rowsToKeep(reader, keyBucket, revision, options);
+    const turn = progressTurns(reader.meta, options);
+    const kept = await rowsToKeep(reader, keyBucket, revision, options, turn);
     const output = openSync(target, 'wx+', 0o600);
     try {
       const writer = new BboltDbWriter(output, reader.meta);
@@ -87,7 +89,7 @@ export async function writeCompactedDb(
               droppedRows++;
             }
           });
-          if (++leaf % PAGES_PER_TURN === 0) await yieldTurn(options.signal);
+          if (++leaf % PAGES_PER_TURN === 0) await turn('copying the rows kept');
         }
       }
       if (keptRows !== kept.length) {
@@ -107,15 +109,15 @@ export async function writeCompactedDb(
 
 /**
  * The places of the `key` rows a compaction at the last revision keeps, ascending: each live key's newest row,
- * and the tombstones at that revision.
- * A place is the row's leaf (its ordinal in the bucket's order, not its page id, so that the second pass meets
- * them in this order) and element.
+ * and the tombstones at that revision. A place is the row's leaf (its ordinal in the bucket's order, not its
+ * page id, so that the second pass meets them in this order) and element.
  */
 async function rowsToKeep(
   reader: BboltReader,
   keyBucket: BucketValue,
   revision: number,
-  options: { tmpDir: string; signal?: AbortSignal; indexBudget?: number },
+  options: { tmpDir: string; indexBudget?: number },
+  turn: Turn,
 ): Promise<Float64Array> {
   const index = new NewestRows({ tmpDir: options.tmpDir, memoryBudget: options.indexBudget ?? INDEX_BUDGET });
   try {
@@ -131,7 +133,7 @@ async function rowsToKeep(
           row.key.length === 18 && row.key[17] === 0x74 && Number(row.key.readBigUInt64BE(0)) < revision;
         index.add(userKey(row.value, id, element), { page: leaf, element }, tombstone, false);
       });
-      if (++leaf % PAGES_PER_TURN === 0) await yieldTurn(options.signal);
+      if (++leaf % PAGES_PER_TURN === 0) await turn('indexing the keys');
     }
     let places = new Float64Array(1024);
     let count = 0;
@@ -143,7 +145,7 @@ async function rowsToKeep(
         places = grown;
       }
       places[count++] = place(row.page as number, row.element);
-      if (count % (PAGES_PER_TURN * 64) === 0) await yieldTurn(options.signal);
+      if (count % (PAGES_PER_TURN * 64) === 0) await turn('sorting the rows kept', false);
     }
     return places.subarray(0, count).sort();
   } finally {
@@ -172,9 +174,25 @@ function withCompactionMarks(
   return out.sort((a, b) => Buffer.compare(a.key, b.key));
 }
 
-/** Lets the event loop run (the store lock's renewal, a signal), and collects the page buffers read so far. */
-async function yieldTurn(signal?: AbortSignal): Promise<void> {
-  collectGarbage('minor');
-  await nextTurn();
-  signal?.throwIfAborted();
+/** A pause after a batch of pages (or, `page` false, of other work) in the named stage. */
+type Turn = (stage: string, page?: boolean) => Promise<void>;
+
+/**
+ * Between batches of pages: lets the event loop run (the store lock's renewal, a signal), collects the page
+ * buffers read so far, and reports progress at most once a second: the pages read of the db's.
+ */
+function progressTurns(meta: { pgid: number }, options: { signal?: AbortSignal; logger?: Logger }): Turn {
+  const logger = options.logger ?? silentLogger;
+  let pages = 0;
+  let reported = 0;
+  return async (stage, page = true) => {
+    if (page) pages += PAGES_PER_TURN;
+    if (Date.now() - reported >= 1000) {
+      reported = Date.now();
+      logger.progress('compacting', { stage, percent: Math.min(100, (50 * pages) / meta.pgid).toFixed(0) });
+    }
+    collectGarbage('minor');
+    await nextTurn();
+    options.signal?.throwIfAborted();
+  };
 }
