@@ -1,6 +1,5 @@
-import { writeSync } from 'node:fs';
-import { type BboltMeta, BUCKET_LEAF_FLAG, metaPage, NO_FREELIST } from './bbolt-file.js';
-import { LeafBuilder, PageAppender, writeBranches } from './bbolt-page-writer.js';
+import { type BucketValue, NO_FREELIST } from './bbolt-file.js';
+import { commitTree, LeafBuilder, PageAppender, writeBranches } from './bbolt-page-writer.js';
 
 /**
  * Writes a fresh bbolt db, defragmented by construction: each top-level bucket's rows, given in key order,
@@ -11,7 +10,7 @@ import { LeafBuilder, PageAppender, writeBranches } from './bbolt-page-writer.js
  */
 export class BboltDbWriter {
   private readonly pages: PageAppender;
-  private readonly buckets: Array<{ name: Buffer; root: number; sequence: bigint }> = [];
+  private readonly buckets: Array<{ name: Buffer } & BucketValue> = [];
   private current?: { name: Buffer; sequence: bigint; leaves: LeafBuilder };
 
   /** `txid`: the transaction the tree is committed as (any; the source db's keeps it recognisable). */
@@ -44,28 +43,16 @@ export class BboltDbWriter {
   /** Writes the root bucket and both metas; returns the db's size in bytes. The caller syncs and closes the file. */
   finish(): number {
     this.endBucket();
-    const root = new LeafBuilder(this.pages);
-    for (const bucket of this.buckets) {
-      const header = Buffer.alloc(16);
-      header.writeBigUInt64LE(BigInt(bucket.root), 0);
-      header.writeBigUInt64LE(bucket.sequence, 8);
-      root.add(bucket.name, header, BUCKET_LEAF_FLAG);
-    }
-    const rootPage = writeBranches(this.pages, root.finish());
-    this.pages.flush();
     const { pageSize, txid } = this.meta;
-    const meta: BboltMeta = {
+    const buckets = this.buckets.map((b) => [b.name, b] as [Buffer, BucketValue]);
+    return commitTree(this.fd, this.pages, buckets, {
       pageSize,
-      root: rootPage,
+      root: 0,
       sequence: 0n,
       freelist: NO_FREELIST,
-      pgid: this.pages.nextPgid,
-      txid: txid + 1n,
-    };
-    // Both metas name the tree, the higher txid on page 0, as bbolt's own copy of a db writes them.
-    writeSync(this.fd, metaPage(meta, 0), 0, pageSize, 0);
-    writeSync(this.fd, metaPage({ ...meta, txid }, 1), 0, pageSize, pageSize);
-    return meta.pgid * pageSize;
+      pgid: 0,
+      txid,
+    });
   }
 
   private endBucket(): void {

@@ -1,5 +1,16 @@
 import { writeSync } from 'node:fs';
-import { BRANCH_PAGE, ELEMENT, LEAF_PAGE, PAGE_HEADER } from './bbolt-file.js';
+import {
+  type BboltMeta,
+  BRANCH_PAGE,
+  BUCKET_LEAF_FLAG,
+  type BucketValue,
+  bucketHeader,
+  ELEMENT,
+  LEAF_PAGE,
+  metaPage,
+  NO_FREELIST,
+  PAGE_HEADER,
+} from './bbolt-file.js';
 import { PageRefList } from './bbolt-page-refs.js';
 
 /**
@@ -147,4 +158,33 @@ export function writeBranches(pages: PageAppender, refs: PageRefList): number {
     level = next;
   }
   return level.pgid(0);
+}
+
+/**
+ * Makes a tree current: writes the root bucket (each top-level bucket's header, in name order) after the pages
+ * appended so far, flushes them, then the two meta pages naming it, the higher txid on page 0, as bbolt's own
+ * snapshot stream writes them, with no freelist (etcd stores none). Returns the db's size in bytes.
+ */
+export function commitTree(
+  fd: number,
+  pages: PageAppender,
+  buckets: Iterable<[name: Buffer, bucket: BucketValue]>,
+  previous: BboltMeta,
+): number {
+  const root = new LeafBuilder(pages);
+  for (const [name, bucket] of [...buckets].sort(([a], [b]) => Buffer.compare(a, b))) {
+    root.add(name, bucketHeader(bucket), BUCKET_LEAF_FLAG);
+  }
+  const rootPage = writeBranches(pages, root.finish());
+  pages.flush();
+  const next: BboltMeta = {
+    ...previous,
+    root: rootPage,
+    freelist: NO_FREELIST,
+    pgid: pages.nextPgid,
+    txid: previous.txid + 2n,
+  };
+  writeSync(fd, metaPage(next, 0), 0, previous.pageSize, 0);
+  writeSync(fd, metaPage({ ...next, txid: previous.txid + 1n }, 1), 0, previous.pageSize, previous.pageSize);
+  return next.pgid * previous.pageSize;
 }

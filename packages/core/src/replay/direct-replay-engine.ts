@@ -1,14 +1,7 @@
-import { closeSync, fsyncSync, ftruncateSync, openSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, ftruncateSync, openSync } from 'node:fs';
 import { rename } from 'node:fs/promises';
-import {
-  type BboltMeta,
-  BboltReader,
-  BUCKET_LEAF_FLAG,
-  type BucketValue,
-  metaPage,
-  NO_FREELIST,
-} from '../bbolt/bbolt-file.js';
-import { LeafBuilder, PageAppender, writeBranches } from '../bbolt/bbolt-page-writer.js';
+import { type BboltMeta, BboltReader, type BucketValue } from '../bbolt/bbolt-file.js';
+import { commitTree, LeafBuilder, PageAppender, writeBranches } from '../bbolt/bbolt-page-writer.js';
 import { storeRevision } from '../bbolt/db-file-revision.js';
 import { IntegrityError, OperationError } from '../common/errors.js';
 import type { Revision } from '../format/delta-revisions.js';
@@ -143,25 +136,10 @@ export class DirectReplayEngine implements ReplayEngine {
       sequence: this.buckets.get('key')!.sequence,
     });
     if (this.newLeases.size > 0) this.buckets.set('lease', this.rewriteLeases());
-    const root = new LeafBuilder(pages);
-    for (const [name, bucket] of [...this.buckets].sort(([a], [b]) =>
-      Buffer.compare(Buffer.from(a, 'latin1'), Buffer.from(b, 'latin1')),
-    )) {
-      root.add(Buffer.from(name, 'latin1'), bucketHeader(bucket), BUCKET_LEAF_FLAG);
-    }
-    const rootPage = writeBranches(pages, root.finish());
-    pages.flush();
-    // Both metas name the new tree, the higher txid on page 0 — as bbolt's own snapshot stream writes them.
-    const next: BboltMeta = {
-      ...meta,
-      root: rootPage,
-      freelist: NO_FREELIST,
-      pgid: pages.nextPgid,
-      txid: meta.txid + 2n,
-    };
-    writeSync(this.fd!, metaPage(next, 0), 0, meta.pageSize, 0);
-    writeSync(this.fd!, metaPage({ ...next, txid: meta.txid + 1n }, 1), 0, meta.pageSize, meta.pageSize);
-    return next.pgid * meta.pageSize;
+    const buckets = [...this.buckets].map(
+      ([name, bucket]) => [Buffer.from(name, 'latin1'), bucket] as [Buffer, BucketValue],
+    );
+    return commitTree(this.fd!, pages, buckets, meta);
   }
 
   /** Reads the revision back from the new tree, independently of what was written. */
@@ -178,11 +156,4 @@ export class DirectReplayEngine implements ReplayEngine {
     const digest = appendSha256Trailer(this.fd!, size);
     return { size: size + SNAPSHOT_TRAILER, revision: this.readBack(), dbSha256: digest.toString('hex') };
   }
-}
-
-function bucketHeader(bucket: BucketValue): Buffer {
-  const header = Buffer.alloc(16);
-  header.writeBigUInt64LE(BigInt(bucket.root), 0);
-  header.writeBigUInt64LE(bucket.sequence, 8);
-  return bucket.inline ? Buffer.concat([header, bucket.inline]) : header;
 }
