@@ -26,12 +26,12 @@ const PAGES_PER_TURN = 256;
 
 /**
  * etcd's compaction at the db's last revision R, then its defragmentation, written straight into a new db file
- * with no etcd (docs/compact.md). etcd keeps, for each key, the newest revision at or below R, and not even
- * that when it is a tombstone below R (mvcc `keyIndex.compact`: a generation ended by a deletion before R is
- * dropped whole), deletes every other `key` row at or below R (`scheduleCompaction`), and records
- * R as `scheduledCompactRev` and `finishedCompactRev` in `meta`. Here every bucket of `source` is copied row
- * by row, in order, into a fresh file (bbolt-db-writer.ts): `key` filtered so, `meta` with the two marks. The
- * file ends with etcd's sha256 trailer, as `etcdctl snapshot save` receives a db.
+ * with no etcd (docs/etcd-formats.md §3.3, docs/compact.md). etcd keeps, for each key, the newest revision at
+ * or below R, and not even that when it is a tombstone below R (mvcc `keyIndex.compact`: a generation ended by
+ * a deletion before R is dropped whole), deletes every other `key` row at or below R (`scheduleCompaction`),
+ * and records R as `scheduledCompactRev` and `finishedCompactRev` in `meta`. Here every bucket of `source` is
+ * copied row by row, in order, into a fresh file (bbolt-db-writer.ts): `key` filtered so, `meta` with the two
+ * marks. The file ends with etcd's sha256 trailer, as `etcdctl snapshot save` receives a db.
  *
  * The `key` bucket is in revision order, so it is read twice: first into an index of each key's newest row
  * (NewestRows: bounded memory, spilling sorted runs to `tmpDir`), which gives the places of the rows to keep;
