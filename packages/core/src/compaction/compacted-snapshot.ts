@@ -8,7 +8,6 @@ import { boundedMemory } from '../common/memory-bound.js';
 import { byteProgress } from '../common/progress.js';
 import { type CompressionPolicy, compressionSuffix, compressor } from '../format/compression.js';
 import { FullSnapshotCheck } from '../format/full-snapshot-check.js';
-import { storeFile } from '../store/store-file.js';
 import { METADATA_SHA256, StoredDigest } from '../store/stored-digest.js';
 import type { HeldSnapshot } from './held-snapshot.js';
 
@@ -58,8 +57,7 @@ export async function holdCompactedSnapshot(
       compression: compressionSuffix(options.compression),
       final: options.final,
     });
-    await storeFile(held, name, compressed, {
-      signal: options.signal,
+    await held.putFile(name, compressed, {
       metadata: {
         [METADATA_SHA256]: stored.sha256(),
         [METADATA_ETCD_VERSION]: options.etcdVersion,
