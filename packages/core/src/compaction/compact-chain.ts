@@ -99,15 +99,15 @@ export class NothingToFoldError extends OperationError {
 }
 
 /**
- * Folds the store's newest chain into one new full snapshot at the chain's last revision: the chain is
- * restored by the restore library (plan, replay, verify: its keyspace fingerprint read from the db file) into a
- * scratch data dir, its db compacted at that revision and defragmented into a new db file (compacted-db.ts, no
- * etcd), and the snapshot made of it is checked (etcd's sha256 trailer, its revision, and the keyspace
- * fingerprint read from the snapshot's db equal to the restored chain's) before it is stored, atomically, under ebr's name
- * for a full snapshot. It only adds that one object: the sidecar's deltas after the chain's last revision
- * continue the new full snapshot as they did the old chain, and nothing is deleted. The store's maintenance
- * lock is held from the plan to the put, so that gc deletes nothing the compaction reads; a lock held by
- * another fails at once (StoreLockedError). Nothing to fold: NothingToFoldError.
+ * Folds the store's newest chain into one new full snapshot at the chain's last revision: the chain is restored by
+ * the restore library (plan, replay, verify: its keyspace fingerprint read from the db file) into a scratch data
+ * dir, its db compacted at that revision and defragmented into a new db file (compacted-db.ts, no etcd), and the
+ * snapshot made of it is checked (etcd's sha256 trailer, its revision, and the keyspace fingerprint read from the
+ * snapshot's db equal to the restored chain's) before it is stored, atomically, under ebr's name for a full
+ * snapshot. It only adds that one object: the sidecar's deltas after the chain's last revision continue the new full
+ * snapshot as they did the old chain, and nothing is deleted. The store's maintenance lock is held from the plan to
+ * the put, so that gc deletes nothing the compaction reads; a lock held by another fails at once (StoreLockedError).
+ * Nothing to fold: NothingToFoldError.
  */
 export async function compactChain(options: CompactOptions, binaries?: EtcdBinaries): Promise<CompactionResult> {
   const started = Date.now();
