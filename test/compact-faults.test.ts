@@ -2,7 +2,7 @@ import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { LocalStore, listSnapshots, openStore, type SnapStore, snapshotName } from '@etcd-steward/core';
-import { buildChainStore, startCluster } from '@etcd-steward/testing';
+import { buildChainStore, startCluster, storeDeltas, syntheticEvents } from '@etcd-steward/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { restoreAndFingerprint } from './restore-program.js';
 import { runProgram, startProgram } from './run-program.js';
@@ -87,7 +87,7 @@ describe('etcd-compact on a small chain: bad usage, failures, a final chain', ()
     const args = ['--store', `file://${at('concurrent')}`, '--work-dir', work];
     const first = startProgram('etcd-compact', args);
     const exited = new Promise<number | null>((resolve) => first.once('exit', resolve));
-    await privateEtcdPid(work);
+    await insideTheLock(work);
     first.kill('SIGSTOP'); // stalled inside the lock, so that the second run cannot come after it
     const second = await runProgram('etcd-compact', args).finally(() => first.kill('SIGCONT'));
     expect(second.code).toBe(1);
@@ -131,7 +131,7 @@ describe('etcd-compact on a small chain: bad usage, failures, a final chain', ()
     let stdout = '';
     compaction.stdout?.on('data', (d) => (stdout += d));
     const exited = new Promise<number | null>((resolve) => compaction.once('exit', resolve));
-    await privateEtcdPid(work);
+    await insideTheLock(work);
     compaction.kill('SIGSTOP'); // stalled inside the lock, so that gc cannot come after it
     const refused = await gc().finally(() => compaction.kill('SIGCONT'));
     expect(refused.code).toBe(1);
@@ -148,42 +148,45 @@ describe('etcd-compact on a small chain: bad usage, failures, a final chain', ()
     expect(restored.fingerprint).toEqual(fromChain.fingerprint);
   });
 
-  it('stopped by SIGTERM while its private etcd runs: exit 1, etcd stopped, scratch folder removed, nothing stored', async () => {
+  it('stopped by SIGTERM while it works: exit 1, scratch folder removed with what ran in it, nothing stored, lock released', async () => {
     const work = at('work-stopped');
     await mkdir(work);
     const child = startProgram('etcd-compact', ['--store', storeUrl, '--work-dir', work]);
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-    const etcdPid = await privateEtcdPid(work);
+    await insideTheLock(work);
     child.kill('SIGTERM');
     expect(await exited).toBe(1);
-    expect(running(etcdPid)).toBe(false);
     expect(await readdir(work)).toEqual([]);
     expect((await listSnapshots(store)).map((e) => e.name)).toEqual(before);
     expect(await lockRecord(at('store'))).toBeUndefined();
   });
 
-  it('killed while its private etcd runs: its lock holds until it expires; then the next run stops that etcd, clears the scratch folder and compacts', async () => {
+  it('killed while its replay process runs: its lock holds until it expires; then the next run stops that process, clears the scratch folder and compacts', async () => {
+    const url = `file://${at('killed')}`;
+    await longChain('killed');
+    const names = (await listSnapshots(new LocalStore(at('killed')))).map((e) => e.name);
     const work = at('work-killed');
     await mkdir(work);
-    const child = startProgram('etcd-compact', ['--store', storeUrl, '--work-dir', work]);
+    const child = startProgram('etcd-compact', ['--store', url, '--work-dir', work]);
     const exited = new Promise((resolve) => child.once('exit', resolve));
-    const etcdPid = await privateEtcdPid(work);
+    const replayPid = await recordedReplayPid(work);
+    process.kill(replayPid, 'SIGSTOP'); // left mid-replay, as a node lost would leave it
     child.kill('SIGKILL');
     await exited;
-    expect(running(etcdPid)).toBe(true); // nothing stopped it
-    expect((await listSnapshots(store)).map((e) => e.name)).toEqual(before);
-    const refused = await runProgram('etcd-compact', ['--store', storeUrl, '--work-dir', work]);
+    expect(running(replayPid)).toBe(true); // nothing stopped it
+    expect((await listSnapshots(new LocalStore(at('killed')))).map((e) => e.name)).toEqual(names);
+    const refused = await runProgram('etcd-compact', ['--store', url, '--work-dir', work]);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(LOCKED_BY_COMPACTION);
-    expect(running(etcdPid)).toBe(true); // the scratch folder is the lock holder's
-    await expireLock(new LocalStore(at('store'))); // as --lock-ttl after the holder died
+    expect(running(replayPid)).toBe(true); // the scratch folder is the lock holder's
+    await expireLock(new LocalStore(at('killed'))); // as --lock-ttl after the holder died
 
-    const res = await runProgram('etcd-compact', ['--store', storeUrl, '--work-dir', work, '--output', 'json']);
+    const res = await runProgram('etcd-compact', ['--store', url, '--work-dir', work, '--output', 'json']);
     expect(res.code, res.stderr).toBe(0);
-    await waitFor('the orphaned etcd to end', async () => !running(etcdPid));
+    await waitFor('the orphaned replay process to end', async () => !running(replayPid));
     expect(await readdir(work)).toEqual([]);
-    const after = (await listSnapshots(store)).map((e) => e.name);
-    expect(after.filter((n) => !before.includes(n))).toEqual([JSON.parse(res.stdout).name]);
+    const after = (await listSnapshots(new LocalStore(at('killed')))).map((e) => e.name);
+    expect(after.filter((n) => !names.includes(n))).toEqual([JSON.parse(res.stdout).name]);
   });
 });
 
@@ -212,17 +215,35 @@ async function copyOfStore(name: string): Promise<LocalStore> {
   return copy;
 }
 
-/** The pid of the private etcd a compaction working in `work` runs, once it has recorded it. */
-function privateEtcdPid(work: string): Promise<number> {
+/** Once a compaction working in `work` holds the store lock: it made its scratch folder, which it does then. */
+function insideTheLock(work: string): Promise<string> {
   return waitFor(
-    "the private etcd's pid",
+    'the compaction to hold the store lock',
     async () => {
       const [scratch] = await readdir(work);
-      const pid = scratch && Number(await readFile(join(work, scratch, 'compact-etcd.pid'), 'utf8').catch(() => ''));
-      return pid || undefined;
+      return scratch && (await readFile(join(work, scratch, 'owner'), 'utf8').catch(() => '')) ? scratch : undefined;
     },
     120_000,
   );
+}
+
+/** The pid of the replay process (the restore's) a compaction working in `work` runs, once it has recorded it. */
+async function recordedReplayPid(work: string): Promise<number> {
+  const scratch = await insideTheLock(work);
+  return waitFor(
+    "the replay process's pid",
+    async () =>
+      Number(await readFile(join(work, scratch, '.data.restoring', 'replay.pid'), 'utf8').catch(() => '')) || undefined,
+    120_000,
+  );
+}
+
+/** A copy of the test's store with 30,000 made-up revisions more in two deltas: a replay that lasts seconds. */
+async function longChain(name: string): Promise<void> {
+  const copy = await copyOfStore(name);
+  const from = (await listSnapshots(copy)).at(-1)!.lastRevision + 1;
+  const events = syntheticEvents({ startRevision: from, revisions: 30_000 });
+  await storeDeltas(copy, events, { startRevision: from, cuts: [from + 15_000], compression: 'gzip' });
 }
 
 function running(pid: number): boolean {
@@ -279,10 +300,9 @@ describe('etcd-compact killed at the upload', () => {
       let stderr = '';
       child.stderr?.on('data', (d) => (stderr += d));
       const exited = new Promise((resolve) => child.once('exit', resolve));
-      // From the compaction in its private etcd on, only the upload writes to the store (and the lock's renewal,
-      // a third of --lock-ttl later): the snapshot is checked without etcd in moments, so waiting for that check
-      // would race the upload.
-      await waitFor('the compaction', async () => /"msg":"compacting the history"/.test(stderr), 120_000);
+      // Once the lock is held, only the upload writes to the store (and the lock's renewal, a third of --lock-ttl
+      // later): the compaction and the snapshot's check take moments, so waiting for them would race the upload.
+      await waitFor('the restore', async () => /"msg":"restoring the chain to fold"/.test(stderr), 120_000);
       proxy.failureRate = 1;
       await waitFor('the upload to begin', async () => proxy.stats.faults.hang > 0, 120_000).catch((err) => {
         throw new Error(`${err.message}: ${stderr}`);

@@ -78,6 +78,7 @@ describe('etcd-compact of a chain of 100,000 delta revisions', () => {
     // progress on the way (JSON lines when not a terminal), the scratch folder gone at the end
     expect(res.stderr).toMatch(/"level":"progress","msg":"replay"/);
     expect(res.stderr).toMatch(/"msg":"compacting the history","revision":\d+/);
+    expect(res.stderr).toMatch(/"level":"progress","msg":"compacting","stage":"indexing the keys"/);
     expect(await readdir(work)).toEqual([]);
     // one object added, none changed or removed
     const after = (await listSnapshots(store)).map((e) => e.name);

@@ -15,7 +15,8 @@ export function compactPhase(line: string): string | undefined {
     'restoring the chain to fold': 'restore: download',
     replay: 'restore: replay deltas',
     'verifying the result': 'restore: verify',
-    restored: 'start private etcd',
+    restored: 'restore: done',
+    'starting etcd on the restored chain': 'start private etcd',
     'compacting the history': 'compact',
     defragmenting: 'defragment',
     snapshot: 'snapshot',
@@ -25,6 +26,9 @@ export function compactPhase(line: string): string | undefined {
   return msg === undefined ? undefined : phases[msg];
 }
 
+/** `from` for measureCompaction: this checkout, compacting in a private etcd. */
+export const ETCD_ENGINE = 'etcd engine';
+
 export interface CompactionSummary {
   revisionsFolded: number;
   chainBytes: number;
@@ -32,8 +36,9 @@ export interface CompactionSummary {
 }
 
 /**
- * etcd-compact (as built in the checkout `from`, this one by default) of the store in `storeDir`, its work dir
- * inside `workDir`, measured (in a cgroup given `limit`).
+ * etcd-compact (as built in the checkout `from`, this one by default; or this checkout's compaction with the
+ * etcd engine, `from` 'etcd engine': compact-etcd-engine.ts) of the store in `storeDir`, its work dir inside
+ * `workDir`, measured (in a cgroup given `limit`).
  */
 export async function measureCompaction(
   storeDir: string,
@@ -43,13 +48,13 @@ export async function measureCompaction(
 ): Promise<{ run: Measurement; result?: CompactionSummary }> {
   const compactWork = join(workDir, `compact-work-${randomBytes(4).toString('hex')}`);
   await mkdir(compactWork, { recursive: true });
-  const run = await measure(
-    process.execPath,
-    [
-      join(from, 'packages/compact/bin/etcd-compact.js'),
-      ...['--store', `file://${storeDir}`, '--work-dir', compactWork, '--output', 'json'],
-    ],
-    { phaseOf: compactPhase, memoryLimitBytes: limit },
-  );
+  const args =
+    from === ETCD_ENGINE
+      ? [join(root, 'scripts/bench/compact-etcd-engine.ts'), `file://${storeDir}`, compactWork]
+      : [
+          join(from, 'packages/compact/bin/etcd-compact.js'),
+          ...['--store', `file://${storeDir}`, '--work-dir', compactWork, '--output', 'json'],
+        ];
+  const run = await measure(process.execPath, args, { phaseOf: compactPhase, memoryLimitBytes: limit });
   return { run, result: run.code === 0 ? JSON.parse(run.stdout) : undefined };
 }

@@ -6,9 +6,11 @@
 // its arguments; {container}, {prefix} and {dir} are filled in: ebr.ts). Goal (issue #14): at most half ebr's time and
 // peak memory.
 //
-// `--baseline DIR` measures, before this checkout's etcd-compact, the one built in DIR (a checkout of an earlier
-// commit after `pnpm exec tsc -b`, or a copy of its packages/ beside a node_modules link) on a copy of the same
-// store: before and after a change in one run, on the same load.
+// Before this checkout's etcd-compact, the same compaction with the etcd engine (a private etcd compacts and
+// defragments, as ebr's embedded one does: compact-etcd-engine.ts) runs on a copy of the same store, for the
+// direct engine against it on the same load. `--baseline DIR` measures, before both, the etcd-compact built in
+// DIR (a checkout of an earlier commit after `pnpm exec tsc -b`, or a copy of its packages/ beside a
+// node_modules link) on another copy.
 //
 // `--memory-limit 256Mi` runs etcd-compact a second time (on a copy of the store as it was before the first)
 // in a memory cgroup with that limit, as a CronJob with `resources.limits.memory` would (cgroup v1, as root).
@@ -24,7 +26,7 @@ import { basename, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type Etcd3, type KeyspaceFingerprint, LocalStore, takeFullSnapshot } from '@etcd-steward/core';
 import { startCluster, storeDeltas, syntheticEvents } from '@etcd-steward/testing';
-import { measureCompaction } from './compact-run.ts';
+import { ETCD_ENGINE, measureCompaction } from './compact-run.ts';
 import { ebrCommand } from './ebr.ts';
 import { type Measurement, measure, printTable } from './measure.ts';
 import { parseMemoryQuantity } from './memory-cgroup.ts';
@@ -52,6 +54,7 @@ const storeDir = join(work, 'store');
 const ebrStoreDir = join(work, 'ebr', 'store');
 const limitedStoreDir = join(work, 'limited', 'store');
 const baselineStoreDir = join(work, 'baseline', 'store');
+const etcdEngineStoreDir = join(work, 'etcd-engine', 'store');
 const memoryLimit = values['memory-limit'] ? parseMemoryQuantity(values['memory-limit']) : undefined;
 
 /** The base in txns of 100 puts of Kubernetes-like values (a JSON head, a random tail); a full snapshot of it. */
@@ -157,6 +160,7 @@ try {
   await cp(storeDir, ebrStoreDir, { recursive: true });
   if (memoryLimit) await cp(storeDir, limitedStoreDir, { recursive: true });
   if (values.baseline) await cp(storeDir, baselineStoreDir, { recursive: true });
+  await cp(storeDir, etcdEngineStoreDir, { recursive: true });
 
   const before = await measuredRestore('etcd-restore, chain');
 
@@ -165,6 +169,9 @@ try {
     for (const p of baseline.phases)
       phaseRows.push([`baseline: ${p.name}`, p.seconds.toFixed(1), mb(p.rssMb), mb(p.anonMb)]);
   }
+  const inEtcd = await measuredCompaction('etcd-compact, etcd engine', etcdEngineStoreDir, undefined, ETCD_ENGINE);
+  for (const p of inEtcd.phases)
+    phaseRows.push([`etcd engine: ${p.name}`, p.seconds.toFixed(1), mb(p.rssMb), mb(p.anonMb)]);
   const run = await measuredCompaction('etcd-compact', storeDir);
   for (const p of run.phases) phaseRows.push([p.name, p.seconds.toFixed(1), mb(p.rssMb), mb(p.anonMb)]);
 

@@ -41,22 +41,23 @@ await programArgs('etcd-compact')
           alias: 'work-dir',
           default: tmpdir(),
           describe:
-            'Scratch space for the restored chain, its private etcd and the new snapshot (about three times the db size); a folder inside it is cleared on every run',
+            'Scratch space for the restored chain, the compacted db and the new snapshot (about three times the db size); a folder inside it is cleared on every run',
         })
         .option('defragment', {
           type: 'boolean',
           default: true,
-          describe: 'Defragment after compacting, so the snapshot holds no free pages (--no-defragment to skip)',
+          describe:
+            "ebr's flag, accepted: the compacted db is written fresh, so the snapshot holds no free pages either way",
         })
         .option('etcd-snapshot-timeout', {
           type: 'string',
           default: '30m',
-          describe: 'Longest the compacted snapshot may take, as ebr takes it (Go duration)',
+          describe: "Longest writing the compacted db may take (Go duration; ebr's flag and default)",
         })
         .option('etcd-defrag-timeout', {
           type: 'string',
           default: '8m',
-          describe: 'Longest the defragmentation may take, as ebr takes it (Go duration)',
+          describe: "ebr's flag, accepted and checked: no separate defragmentation runs (Go duration)",
         })
         .option('compression', {
           choices: COMPRESSION_POLICIES,

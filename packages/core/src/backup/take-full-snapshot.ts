@@ -123,7 +123,10 @@ const NAME_ATTEMPTS = 60;
  * seconds in a name are when the snapshot was taken, and ebr reads a later one as well, so a taken name moves
  * to the next second that is free.
  */
-async function unusedName(store: FullSnapshotOptions['store'], ref: Omit<SnapshotRef, 'name'>): Promise<string> {
+export async function unusedName(
+  store: Pick<SnapStore, 'location' | 'stat'>,
+  ref: Omit<SnapshotRef, 'name'>,
+): Promise<string> {
   for (let i = 0; i < NAME_ATTEMPTS; i++) {
     const name = snapshotName({ ...ref, createdAt: ref.createdAt + i });
     if (!(await store.stat(name))) return name;

@@ -1,5 +1,12 @@
 import { writeSync } from 'node:fs';
-import { type BboltMeta, BUCKET_LEAF_FLAG, type BucketValue, metaPage, NO_FREELIST } from './bbolt-file.js';
+import {
+  type BboltMeta,
+  BUCKET_LEAF_FLAG,
+  type BucketValue,
+  bucketHeader,
+  metaPage,
+  NO_FREELIST,
+} from './bbolt-file.js';
 import { LeafBuilder, type PageAppender, writeBranches } from './bbolt-page-writer.js';
 
 /*
@@ -49,11 +56,4 @@ export function commitBuckets(
   writeSync(fd, metaPage(next, 0), 0, previous.pageSize, 0);
   writeSync(fd, metaPage({ ...next, txid: previous.txid + 1n }, 1), 0, previous.pageSize, previous.pageSize);
   return next.pgid * previous.pageSize;
-}
-
-function bucketHeader(bucket: BucketValue): Buffer {
-  const header = Buffer.alloc(16);
-  header.writeBigUInt64LE(BigInt(bucket.root), 0);
-  header.writeBigUInt64LE(bucket.sequence, 8);
-  return bucket.inline ? Buffer.concat([header, bucket.inline]) : header;
 }

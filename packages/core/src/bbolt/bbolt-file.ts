@@ -123,6 +123,14 @@ export function bucketValue(value: Buffer): BucketValue {
   return { root, sequence: value.readBigUInt64LE(8), ...(root === 0 ? { inline: value.subarray(16) } : {}) };
 }
 
+/** A bucket's header as its parent's leaf element holds it: bucketValue's inverse. */
+export function bucketHeader(bucket: BucketValue): Buffer {
+  const header = Buffer.alloc(16);
+  header.writeBigUInt64LE(BigInt(bucket.root), 0);
+  header.writeBigUInt64LE(bucket.sequence, 8);
+  return bucket.inline ? Buffer.concat([header, bucket.inline]) : header;
+}
+
 /** Reads a bbolt file by page, with positional reads: memory holds the pages being looked at, not the file. */
 export class BboltReader {
   /** The meta bbolt opens with: the valid one of the two with the higher txid (docs/etcd-formats.md §2.2). */

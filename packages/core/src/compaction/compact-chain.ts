@@ -1,19 +1,14 @@
 import { createReadStream, createWriteStream } from 'node:fs';
-import { readFile, rm, stat, truncate } from 'node:fs/promises';
+import { rm, stat, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { DEFAULT_LOCK_SETTLE_MS, MAINTENANCE_LOCK, withStoreLock } from '../backup/store-lock.js';
-import { takeFullSnapshot } from '../backup/take-full-snapshot.js';
 import { errorMessage, IntegrityError, OperationError } from '../common/errors.js';
 import { freePort } from '../common/free-port.js';
 import { type Logger, silentLogger } from '../common/logger.js';
 import { type EtcdBinaries, findEtcdBinaries } from '../etcd/etcd-binaries.js';
-import { createEtcdClient } from '../etcd/etcd-client.js';
-import { briefGoProgramEnv } from '../etcd/go-memory.js';
 import type { KeyspaceFingerprint } from '../etcd/keyspace-fingerprint.js';
-import { recordChildPid } from '../etcd/orphan-processes.js';
 import type { MemberConfig } from '../etcd/snapshot-restore-command.js';
-import { EtcdProcess } from '../etcd/spawned-etcd.js';
 import { type CompressionPolicy, decompressor } from '../format/compression.js';
 import { FullSnapshotCheck, SNAPSHOT_TRAILER } from '../format/full-snapshot-check.js';
 import { parseSnapshotName } from '../format/snapshot-name.js';
@@ -21,18 +16,26 @@ import { restore } from '../restore/restore.js';
 import { openStore } from '../store/location.js';
 import type { SnapStore } from '../store/snapstore.js';
 import { dbKeyspace } from '../validation/db-keyspace.js';
+import { writeCompactedDb } from './compacted-db.js';
+import { holdCompactedSnapshot } from './compacted-snapshot.js';
 import { type CompactionPlan, planCompaction } from './compaction-plan.js';
 import { CompactionScratch } from './compaction-scratch.js';
+import { compactInEtcd, type EtcdCompactionOptions } from './etcd-compaction.js';
 import { HeldSnapshot } from './held-snapshot.js';
 
 export interface CompactOptions {
   /** The store's URL (`--store`): the restore's replay process opens its own connection to it. */
   store: string;
-  /** Scratch space: the restored data dir, the private etcd and the new snapshot live in a folder inside. */
+  /** Scratch space: the restored data dir, the compacted db and the new snapshot live in a folder inside. */
   workDir: string;
-  /** Defragment after compacting (ebr's default), so that the snapshot holds no free pages. */
+  /**
+   * Defragment after compacting (ebr's default), so that the snapshot holds no free pages. Only the etcd engine
+   * can skip it: the direct one writes a fresh db, which has none.
+   */
   defragment: boolean;
+  /** Longest the compacted db may take to be written (direct), or to stream from etcd (etcd engine). */
   snapshotTimeoutMs: number;
+  /** Longest etcd's defragmentation may take (etcd engine). */
   defragTimeoutMs: number;
   compression: CompressionPolicy;
   /** The store's maintenance lock (docs/gc.md §5), held from the plan to the put: its expiry and settle time. */
@@ -42,9 +45,17 @@ export interface CompactOptions {
   maxFetchers?: number;
   /** Keys that decrypt the chain and encrypt the new full snapshot (docs/encryption.md). */
   encryptionKeyFile?: string;
+  /**
+   * How the restored chain is compacted: `direct` (the default) writes the compacted, defragmented db
+   * itself (compacted-db.ts); `etcd` has a private etcd do it, as ebr does (etcd-compaction.ts), which the
+   * tests hold the direct one to.
+   */
+  engine?: CompactionEngine;
   logger?: Logger;
   signal?: AbortSignal;
 }
+
+export type CompactionEngine = 'direct' | 'etcd';
 
 export interface CompactionResult {
   store: string;
@@ -61,15 +72,11 @@ export interface CompactionResult {
   dbBytes: number;
   keys: number;
   durationMs: number;
-  /** Peak resident memory of this process, of the replay (a child process) and of the private etcd. */
+  /** Peak resident memory of this process, of the replay (a child process) and, with the etcd engine, of etcd. */
   peakRssBytes: number;
   replayPeakRssBytes: number;
   etcdPeakRssBytes?: number;
 }
-
-/** etcd reads its whole db at start-up, slowly under a tight memory limit (snapshot-inspection.ts). */
-const START_TIMEOUT_MS = 10 * 60_000;
-const STOP_GRACE_MS = 30_000;
 
 /**
  * Everything a compaction checks before it works, and its plan: `--dry-run` is this alone. Bad settings (no
@@ -92,15 +99,15 @@ export class NothingToFoldError extends OperationError {
 }
 
 /**
- * Folds the store's newest chain into one new full snapshot at the chain's last revision: the chain is
- * restored by the restore library (plan, replay, verify: its keyspace fingerprint read from the db file) into a
- * scratch data dir, a private etcd on it compacts its history at that revision and defragments, and the
- * snapshot it sends is checked without etcd (etcd's sha256 trailer, its revision, and the keyspace fingerprint
- * read from the snapshot's db equal to the restored chain's) before it is stored, atomically, under ebr's name
- * for a full snapshot. It only adds that one object: the sidecar's deltas after the chain's last revision
- * continue the new full snapshot as they did the old chain, and nothing is deleted. The store's maintenance
- * lock is held from the plan to the put, so that gc deletes nothing the compaction reads; a lock held by
- * another fails at once (StoreLockedError). Nothing to fold: NothingToFoldError.
+ * Folds the store's newest chain into one new full snapshot at the chain's last revision: the chain is restored by
+ * the restore library (plan, replay, verify: its keyspace fingerprint read from the db file) into a scratch data
+ * dir, its db compacted at that revision and defragmented into a new db file (compacted-db.ts, no etcd), and the
+ * snapshot made of it is checked (etcd's sha256 trailer, its revision, and the keyspace fingerprint read from the
+ * snapshot's db equal to the restored chain's) before it is stored, atomically, under ebr's name for a full
+ * snapshot. It only adds that one object: the sidecar's deltas after the chain's last revision continue the new full
+ * snapshot as they did the old chain, and nothing is deleted. The store's maintenance lock is held from the plan to
+ * the put, so that gc deletes nothing the compaction reads; a lock held by another fails at once (StoreLockedError).
+ * Nothing to fold: NothingToFoldError.
  */
 export async function compactChain(options: CompactOptions, binaries?: EtcdBinaries): Promise<CompactionResult> {
   const started = Date.now();
@@ -182,7 +189,24 @@ async function foldChain(
       );
     }
     const held = new HeldSnapshot(ctx.store, join(scratch, 'snapshot'));
-    const compacted = await compactInEtcd({ ...options, binaries, plan, dataDir, scratch, member, peerPort, held });
+    const plain = join(scratch, 'compacted.db');
+    const { etcdPeakRssBytes } = await compactRestored(options, {
+      binaries,
+      dataDir,
+      member,
+      peerPort,
+      scratch,
+      revision,
+      file: plain,
+    });
+    const compacted = await holdCompactedSnapshot(plain, held, {
+      revision,
+      compression: options.compression,
+      final: plan.final,
+      etcdVersion: binaries.version,
+      logger,
+      signal: options.signal,
+    });
     logger.info('verifying the compacted snapshot', { name: held.name });
     const stored = await verifyHeld(held, fingerprint, { scratch, revision, signal: options.signal });
     options.signal?.throwIfAborted();
@@ -203,7 +227,7 @@ async function foldChain(
       durationMs: Date.now() - ctx.started,
       peakRssBytes: process.resourceUsage().maxRSS * 1024,
       replayPeakRssBytes: restored.replayPeakRssBytes,
-      ...(compacted.etcdPeakRssBytes !== undefined ? { etcdPeakRssBytes: compacted.etcdPeakRssBytes } : {}),
+      ...(etcdPeakRssBytes !== undefined ? { etcdPeakRssBytes } : {}),
     };
   } finally {
     await workspace.clear();
@@ -211,73 +235,35 @@ async function foldChain(
 }
 
 /**
- * Starts a private etcd on the restored data dir; compacts the history at the chain's last revision
- * (physically, so the snapshot holds no old revisions), defragments when asked, and takes the snapshot into
- * `held`. etcd is stopped before the snapshot is checked, so the two never add up.
+ * The restored db compacted at the chain's last revision and defragmented, into `file` (an etcd snapshot file:
+ * the db and its sha256 trailer): written directly (compacted-db.ts), or by a private etcd (`engine: 'etcd'`).
+ * `--etcd-snapshot-timeout` bounds either.
  */
-async function compactInEtcd(
-  ctx: CompactOptions & {
-    binaries: EtcdBinaries;
-    plan: CompactionPlan;
-    dataDir: string;
-    scratch: string;
-    member: MemberConfig;
-    peerPort: number;
-    held: HeldSnapshot;
-  },
-): Promise<{ dbBytes: number; etcdPeakRssBytes?: number }> {
-  const logger = ctx.logger ?? silentLogger;
-  const revision = ctx.plan.chain.lastRevision;
-  const etcd = await EtcdProcess.start({
-    binaries: ctx.binaries,
-    name: ctx.member.name,
-    dataDir: ctx.dataDir,
-    logFile: join(ctx.scratch, 'etcd.log'),
-    peerPort: ctx.peerPort,
-    initialCluster: ctx.member.initialCluster,
-    clusterToken: ctx.member.initialClusterToken,
-    throwaway: true,
-    env: briefGoProgramEnv(),
+async function compactRestored(
+  options: CompactOptions,
+  ctx: Omit<EtcdCompactionOptions, keyof CompactOptions | 'snapshotTimeoutMs'> & { file: string },
+): Promise<{ etcdPeakRssBytes?: number }> {
+  if (options.engine === 'etcd') return compactInEtcd({ ...options, ...ctx });
+  const logger = options.logger ?? silentLogger;
+  logger.info('compacting the history', { revision: ctx.revision, engine: 'direct' });
+  const timeout = AbortSignal.timeout(options.snapshotTimeoutMs);
+  const written = await writeCompactedDb(join(ctx.dataDir, 'member', 'snap', 'db'), ctx.file, {
+    revision: ctx.revision,
+    tmpDir: ctx.scratch,
+    signal: options.signal ? AbortSignal.any([options.signal, timeout]) : timeout,
+    logger,
+  }).catch((err) => {
+    if (!timeout.aborted || options.signal?.aborted) throw err;
+    throw new OperationError(
+      `writing the compacted db took longer than --etcd-snapshot-timeout (${options.snapshotTimeoutMs / 1000} s); nothing was stored: raise the timeout`,
+    );
   });
-  const client = createEtcdClient({ endpoints: [etcd.clientUrl] });
-  try {
-    await recordChildPid(ctx.scratch, 'compact-etcd', etcd.pid);
-    logger.info('starting etcd on the restored chain', { dataDir: ctx.dataDir });
-    await etcd.waitHealthy(START_TIMEOUT_MS);
-    ctx.signal?.throwIfAborted();
-    logger.info('compacting the history', { revision });
-    await client.kv.compact({ revision, physical: true });
-    if (ctx.defragment) {
-      logger.info('defragmenting', {});
-      await withTimeout(client.maintenance.defragment({}), ctx.defragTimeoutMs, '--etcd-defrag-timeout');
-    }
-    ctx.signal?.throwIfAborted();
-    const timeout = AbortSignal.timeout(ctx.snapshotTimeoutMs);
-    const saved = await takeFullSnapshot({
-      connection: { endpoints: [etcd.clientUrl] },
-      store: ctx.held,
-      compression: ctx.compression,
-      tempDir: ctx.scratch,
-      final: ctx.plan.final,
-      logger,
-      signal: ctx.signal ? AbortSignal.any([ctx.signal, timeout]) : timeout,
-    }).catch((err) => {
-      if (!timeout.aborted || ctx.signal?.aborted) throw err;
-      throw new OperationError(
-        `the snapshot of the compacted etcd took longer than --etcd-snapshot-timeout (${ctx.snapshotTimeoutMs / 1000} s); nothing was stored: raise the timeout`,
-      );
-    });
-    if (saved.revision !== revision) {
-      throw new IntegrityError(
-        `the compacted snapshot holds revision ${saved.revision}, not the chain's ${revision}; nothing was stored`,
-      );
-    }
-    const etcdPeakRssBytes = await peakRss(etcd.pid);
-    return { dbBytes: saved.dbSize, etcdPeakRssBytes };
-  } finally {
-    client.close();
-    await etcd.stop(STOP_GRACE_MS);
-  }
+  logger.info('compacted db written', {
+    dbBytes: written.dbBytes,
+    keptRows: written.keptRows,
+    droppedRows: written.droppedRows,
+  });
+  return {};
 }
 
 /**
@@ -315,28 +301,4 @@ async function verifyHeld(
     await rm(file, { force: true });
   }
   return { bytes: (await stat(held.path)).size };
-}
-
-async function withTimeout<T>(work: Promise<T>, ms: number, flag: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(new OperationError(`etcd did not finish within ${flag} (${ms / 1000} s); nothing was stored: raise it`)),
-      ms,
-    );
-  });
-  try {
-    return await Promise.race([work, expired]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** A child's peak resident memory (Linux `VmHWM`), read before it ends; undefined where /proc has none. */
-async function peakRss(pid: number | undefined): Promise<number | undefined> {
-  if (pid === undefined) return undefined;
-  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
-  const kb = /^VmHWM:\s+(\d+) kB/m.exec(status)?.[1];
-  return kb === undefined ? undefined : Number(kb) * 1024;
 }

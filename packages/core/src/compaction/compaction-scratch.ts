@@ -39,7 +39,7 @@ export class CompactionScratch {
     await writeFile(join(this.path, OWNER), String(process.pid));
   }
 
-  /** Stops what works in the folder (the private etcd, the restore's replay and verifying etcd) and removes it. */
+  /** Stops what works in the folder (the restore's replay; with the etcd engine, the private etcd) and removes it. */
   async clear(): Promise<void> {
     for (const dir of [this.path, new DataDirTarget(this.dataDir).workDir]) await killRecordedChildren(dir);
     await rm(this.path, { recursive: true, force: true });

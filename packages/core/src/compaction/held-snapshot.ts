@@ -1,15 +1,13 @@
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
-import type { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import type { PutOptions, SnapStore } from '../store/snapstore.js';
 
 /**
- * Where takeFullSnapshot puts a snapshot that must prove itself before the store sees it: the finished file
- * is kept at `path` with the name and metadata it was given (the name already checked free in the store),
- * and goes into the store, as one atomic put, only when `storeIn` is called.
+ * Where the compacted snapshot waits while it proves itself, before the store sees it: the finished file is
+ * kept at `path` with the name and metadata it was given (the name already checked free in the store), and
+ * goes into the store, as one atomic put, only when `storeIn` is called.
  */
-export class HeldSnapshot implements Pick<SnapStore, 'location' | 'put' | 'putFile' | 'stat'> {
+export class HeldSnapshot implements Pick<SnapStore, 'location' | 'putFile' | 'stat'> {
   private held?: { name: string; metadata: Record<string, string> };
 
   constructor(
@@ -23,11 +21,6 @@ export class HeldSnapshot implements Pick<SnapStore, 'location' | 'put' | 'putFi
 
   stat(name: string) {
     return this.store.stat(name);
-  }
-
-  async put(name: string, body: Readable, options: PutOptions = {}): Promise<void> {
-    await pipeline(body, createWriteStream(this.path), { signal: options.signal });
-    this.held = { name, metadata: options.metadata ?? {} };
   }
 
   async putFile(name: string, path: string, options: PutOptions = {}): Promise<void> {

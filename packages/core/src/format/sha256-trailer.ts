@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import { ftruncateSync, readSync, writeSync } from 'node:fs';
+import { OperationError } from '../common/errors.js';
 
 /** Length of the sha256 that ends etcd's snapshots and ebr's deltas. */
 export const SHA256_TRAILER = 32;
@@ -45,4 +47,23 @@ export class Sha256Trailer {
   matches(): boolean {
     return this.tail.length === SHA256_TRAILER && this.bodySha256().equals(this.tail);
   }
+}
+
+/**
+ * Ends the file open at `fd` after its first `size` bytes with their sha256, read back a chunk at a time: an
+ * etcd snapshot made from a db written here. Returns the digest.
+ */
+export function appendSha256Trailer(fd: number, size: number): Buffer {
+  const hash = createHash('sha256');
+  const chunk = Buffer.allocUnsafe(1 << 20);
+  for (let at = 0; at < size; ) {
+    const n = readSync(fd, chunk, 0, Math.min(chunk.length, size - at), at);
+    if (n === 0) throw new OperationError(`the db ends at byte ${at}, expected ${size}`);
+    hash.update(chunk.subarray(0, n));
+    at += n;
+  }
+  const digest = hash.digest();
+  writeSync(fd, digest, 0, SHA256_TRAILER, size);
+  ftruncateSync(fd, size + SHA256_TRAILER);
+  return digest;
 }

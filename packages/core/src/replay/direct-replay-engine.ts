@@ -1,5 +1,4 @@
-import { createHash } from 'node:crypto';
-import { closeSync, fsyncSync, ftruncateSync, openSync, readSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, ftruncateSync, openSync } from 'node:fs';
 import { rename } from 'node:fs/promises';
 import { commitBuckets, writeBucket } from '../bbolt/bbolt-commit.js';
 import { type BboltMeta, BboltReader, type BucketValue } from '../bbolt/bbolt-file.js';
@@ -8,6 +7,7 @@ import { storeRevision } from '../bbolt/db-file-revision.js';
 import { IntegrityError, OperationError } from '../common/errors.js';
 import type { Revision } from '../format/delta-revisions.js';
 import { type FullSnapshotFacts, SNAPSHOT_TRAILER } from '../format/full-snapshot-check.js';
+import { appendSha256Trailer } from '../format/sha256-trailer.js';
 import { eventRecord, leaseRecord, revisionKey } from './etcd-backend-records.js';
 import type { ReplayEngine } from './replay-engine.js';
 import { DEFAULT_REPLAYED_LEASE_TTL } from './replay-events.js';
@@ -146,17 +146,7 @@ export class DirectReplayEngine implements ReplayEngine {
 
   /** Hashes the finished db for the snapshot trailer, and reads the revision back. */
   private seal(size: number): FullSnapshotFacts {
-    const hash = createHash('sha256');
-    const chunk = Buffer.allocUnsafe(1 << 20);
-    for (let at = 0; at < size; ) {
-      const n = readSync(this.fd!, chunk, 0, Math.min(chunk.length, size - at), at);
-      if (n === 0) throw new OperationError(`the rewritten db ends at byte ${at}, expected ${size}`);
-      hash.update(chunk.subarray(0, n));
-      at += n;
-    }
-    const digest = hash.digest();
-    writeSync(this.fd!, digest, 0, SNAPSHOT_TRAILER, size);
-    ftruncateSync(this.fd!, size + SNAPSHOT_TRAILER);
+    const digest = appendSha256Trailer(this.fd!, size);
     return { size: size + SNAPSHOT_TRAILER, revision: this.readBack(), dbSha256: digest.toString('hex') };
   }
 }

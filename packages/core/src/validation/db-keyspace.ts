@@ -81,9 +81,6 @@ export class KeyspaceReader {
       const main = Number(row.key.readBigUInt64BE(0));
       const tombstone = row.key.length === 18 && row.key[17] === 0x74;
       const kv = keyValue(row.value, id, element);
-      if (kv.key.length === 0) {
-        throw new IntegrityError(`the "key" bucket row ${element} on bbolt page ${id ?? 'inline'} holds no key`);
-      }
       // a put's digest now, as the page passes: the keys' order then needs no second read of their pages
       const digest = tombstone ? undefined : keyDigest(kv);
       this.rows.add(kv.key, { page: id, element }, tombstone, main <= this.earlier, digest);
@@ -116,7 +113,15 @@ export class KeyspaceReader {
   }
 }
 
-/** mvccpb.KeyValue: key 1, create_revision 2, mod_revision 3, version 4, value 5 (lease 6 is not fingerprinted). */
+/** The user key of a `key` bucket row (mvccpb.KeyValue field 1, which a tombstone's row holds too). */
+export function userKey(value: Buffer, page: number | undefined, element: number): Buffer {
+  return keyValue(value, page, element).key;
+}
+
+/**
+ * A `key` bucket row's mvccpb.KeyValue: key 1, create_revision 2, mod_revision 3, version 4, value 5 (lease 6 is
+ * not fingerprinted); every row, a tombstone's too, holds a key.
+ */
 function keyValue(value: Buffer, page: number | undefined, element: number): FingerprintedKey {
   const kv: FingerprintedKey = {
     key: Buffer.alloc(0),
@@ -137,6 +142,9 @@ function keyValue(value: Buffer, page: number | undefined, element: number): Fin
     throw new IntegrityError(
       `the "key" bucket row ${element} on bbolt page ${page ?? 'inline'} is not a KeyValue: ${(err as Error).message}`,
     );
+  }
+  if (kv.key.length === 0) {
+    throw new IntegrityError(`the "key" bucket row ${element} on bbolt page ${page ?? 'inline'} holds no key`);
   }
   return kv;
 }
