@@ -20,34 +20,19 @@ export interface FingerprintedKey {
 }
 
 /**
- * A key's own digest: sha256 over its fields, each length-prefixed, so that no two keys hash alike by shifting
- * bytes between fields.
- */
-export function keyDigest(kv: FingerprintedKey): Buffer {
-  const hash = createHash('sha256');
-  for (const field of [kv.key, kv.value, kv.createRevision, kv.modRevision, kv.version]) {
-    const bytes = Buffer.isBuffer(field) ? field : Buffer.from(String(field));
-    hash.update(`${bytes.length}:`).update(bytes);
-  }
-  return hash.digest();
-}
-
-/**
- * The fingerprint's digest: sha256 over the keys' own digests (keyDigest), fed in key order. Whoever reads the
- * keyspace (etcd over gRPC, or a db file directly) feeds it here, so both give the same fingerprint. A key's digest
- * is computed from its row alone, so that a reader of the db file takes it as the row passes and never reads the
- * row again to put the keys in order.
+ * The fingerprint's digest, fed one key at a time in key order: each field length-prefixed, so that no two
+ * keyspaces hash alike by shifting bytes between fields. Whoever reads the keyspace (etcd over gRPC, or a db
+ * file directly) feeds it here, so both give the same fingerprint.
  */
 export class FingerprintHash {
   private readonly hash: Hash = createHash('sha256');
   keys = 0;
 
   add(kv: FingerprintedKey): void {
-    this.addDigest(keyDigest(kv));
-  }
-
-  addDigest(digest: Buffer): void {
-    this.hash.update(digest);
+    for (const field of [kv.key, kv.value, kv.createRevision, kv.modRevision, kv.version]) {
+      const bytes = Buffer.isBuffer(field) ? field : Buffer.from(String(field));
+      this.hash.update(`${bytes.length}:`).update(bytes);
+    }
     this.keys++;
   }
 
@@ -57,7 +42,7 @@ export class FingerprintHash {
 }
 
 /**
- * sha256 over every key's digest (its key, value, create and mod revision and version) in key order, read at one
+ * sha256 over every key in key order with its value, create and mod revision and version, read at one
  * revision in pages (a single range over a large keyspace would pass gRPC's message limit).
  */
 export async function keyspaceFingerprint(client: Etcd3, atRevision?: number): Promise<KeyspaceFingerprint> {

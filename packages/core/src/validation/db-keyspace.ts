@@ -4,12 +4,7 @@ import { storeRevision } from '../bbolt/db-file-revision.js';
 import { IntegrityError } from '../common/errors.js';
 import { collectGarbage } from '../common/memory-bound.js';
 import { ProtoCursor } from '../common/protobuf-wire.js';
-import {
-  type FingerprintedKey,
-  FingerprintHash,
-  type KeyspaceFingerprint,
-  keyDigest,
-} from '../etcd/keyspace-fingerprint.js';
+import { type FingerprintedKey, FingerprintHash, type KeyspaceFingerprint } from '../etcd/keyspace-fingerprint.js';
 import { NewestRows } from './newest-rows.js';
 
 export interface DbKeyspace {
@@ -19,7 +14,7 @@ export interface DbKeyspace {
   keysAtEarlier?: number;
 }
 
-/** The Map of keys held before a sorted run goes to disk: ~200k keys of Kubernetes' length with their digests. */
+/** The Map of keys held before a sorted run goes to disk: ~250k keys of Kubernetes' length. */
 const MEMORY_BUDGET = 32 << 20;
 /** Pages read between young-generation collections: each read is a fresh buffer, dead at once. */
 const PAGES_PER_COLLECTION = 256;
@@ -28,8 +23,8 @@ const PAGES_PER_COLLECTION = 256;
  * The keyspace an etcd db holds, read from the file without etcd (docs/etcd-formats.md §3.2): the `key`
  * bucket's rows, in revision order, give each key its newest row — a put (an mvccpb.KeyValue) or a tombstone —
  * and the live keys, in key order, are fingerprinted exactly as `keyspaceFingerprint` fingerprints what etcd
- * serves at the db's revision. Pages are read once, one at a time, each put's digest taken as its page passes;
- * the key index (with the digests) is bounded (NewestRows), so memory does not grow with the db. `tmpDir` takes the index's sorted runs when it outgrows `memoryBudget`.
+ * serves at the db's revision. Pages are read one at a time; the key index is bounded (NewestRows), so memory
+ * does not grow with the db. `tmpDir` takes the index's sorted runs when it outgrows `memoryBudget`.
  */
 export function dbKeyspace(path: string, options: KeyspaceOptions): DbKeyspace {
   const keyspace = new KeyspaceReader(options);
@@ -57,14 +52,15 @@ export interface KeyspaceOptions {
 
 /**
  * dbKeyspace in two steps, for a caller that reads the `key` bucket's leaves anyway (etcd-validate's full
- * check: checkBboltTree's `onLeaf`): each leaf is given to `addLeaf` in key order, then `finish` puts the live
- * keys' digests in key order. The db is read once for both, which counts under a memory limit smaller than the
- * db, where the page cache cannot keep it.
+ * check: checkBboltTree's `onLeaf`): each leaf is given to `addLeaf` in key order, then `finish` reads the
+ * live keys' pages again in key order. Saves one read of the db, which counts under a memory limit smaller
+ * than the db, where the page cache cannot keep it.
  */
 export class KeyspaceReader {
   private readonly rows: NewestRows;
   private readonly earlier: number;
   private pages = 0;
+  private inline?: Buffer;
 
   constructor(private readonly options: KeyspaceOptions) {
     this.rows = new NewestRows({ tmpDir: options.tmpDir, memoryBudget: options.memoryBudget ?? MEMORY_BUDGET });
@@ -74,16 +70,14 @@ export class KeyspaceReader {
   /** One leaf page of a bucket (no id: the `key` bucket is inline); leaves of other buckets are ignored. */
   addLeaf(bucket: string, id: number | undefined, page: Buffer): void {
     if (bucket !== 'key') return;
+    if (id === undefined) this.inline = page;
     leafElements(page).forEach((row, element) => {
       // an empty row is the placeholder a revision-bumping restore leaves for a pending compaction
       // (docs/etcd-formats.md §4.2): not a key
       if (row.value.length === 0) return;
       const main = Number(row.key.readBigUInt64BE(0));
       const tombstone = row.key.length === 18 && row.key[17] === 0x74;
-      const kv = keyValue(row.value, id, element);
-      // a put's digest now, as the page passes: the keys' order then needs no second read of their pages
-      const digest = tombstone ? undefined : keyDigest(kv);
-      this.rows.add(kv.key, { page: id, element }, tombstone, main <= this.earlier, digest);
+      this.rows.add(userKey(row.value, id, element), { page: id, element }, tombstone, main <= this.earlier);
     });
     if (++this.pages % PAGES_PER_COLLECTION === 0) collectGarbage('minor');
   }
@@ -92,12 +86,18 @@ export class KeyspaceReader {
   finish(path: string): DbKeyspace {
     const fd = openSync(path, 'r');
     try {
-      const revision = storeRevision(new BboltReader(fd));
+      const reader = new BboltReader(fd);
+      const revision = storeRevision(reader);
       const hash = new FingerprintHash();
       let keysAtEarlier = 0;
+      let cached: { id: number | undefined; page: Buffer } = { id: undefined, page: this.inline ?? Buffer.alloc(0) };
       for (const row of this.rows.inKeyOrder()) {
         if (row.liveAtEarlier) keysAtEarlier++;
-        if (!row.tombstone) hash.addDigest(row.digest as Buffer);
+        if (row.tombstone) continue;
+        if (row.page !== cached.id) cached = { id: row.page, page: reader.page(row.page as number) };
+        const element = leafElements(cached.page)[row.element];
+        hash.add(keyValue(element.value, row.page, row.element));
+        if (++this.pages % PAGES_PER_COLLECTION === 0) collectGarbage('minor');
       }
       return {
         fingerprint: hash.digest(revision),

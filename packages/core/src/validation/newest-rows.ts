@@ -13,12 +13,7 @@ export interface NewestRow extends RowPlace {
   key: Buffer;
   tombstone: boolean;
   liveAtEarlier: boolean;
-  /** The row's digest, when the caller gave one with it. */
-  digest?: Buffer;
 }
-
-/** The length of a row's digest (a sha256). */
-const DIGEST = 32;
 
 /** Per key: its newest row so far, and its state at the earlier revision (none: no row at or below it yet). */
 interface Entry {
@@ -26,8 +21,6 @@ interface Entry {
   element: number;
   tombstone: boolean;
   earlier: Earlier;
-  /** DIGEST bytes as a one-byte string: no Buffer object per key. */
-  digest?: string;
 }
 
 /** A key's state at the earlier revision. */
@@ -36,11 +29,7 @@ type Earlier = (typeof Earlier)[keyof typeof Earlier];
 
 /** What a Map entry of a short key costs, beyond its bytes (V8's string, entry and object), roughly. */
 const ENTRY_OVERHEAD = 120;
-/** What a digest adds to an entry (V8's string header and its bytes), roughly. */
-const DIGEST_COST = 48;
 const INLINE = -1;
-/** The run file's flag for a row with a digest (bits 0–2 are the tombstone and the earlier state). */
-const DIGEST_FLAG = 8;
 const IO_CHUNK = 1 << 20;
 
 /**
@@ -56,11 +45,8 @@ export class NewestRows {
 
   constructor(private readonly options: { tmpDir: string; memoryBudget: number }) {}
 
-  /**
-   * A row, in revision order; `atOrBelowEarlier` when its revision is not past the earlier revision; `digest`
-   * (DIGEST bytes), kept with the row when given.
-   */
-  add(key: Buffer, place: RowPlace, tombstone: boolean, atOrBelowEarlier: boolean, digest?: Buffer): void {
+  /** A row, in revision order; `atOrBelowEarlier` when its revision is not past the earlier revision. */
+  add(key: Buffer, place: RowPlace, tombstone: boolean, atOrBelowEarlier: boolean): void {
     const name = key.toString('latin1');
     let entry = this.current.get(name);
     if (!entry) {
@@ -68,12 +54,9 @@ export class NewestRows {
       this.current.set(name, entry);
       this.currentBytes += name.length + ENTRY_OVERHEAD;
     }
-    if ((entry.digest === undefined) !== (digest === undefined))
-      this.currentBytes += digest ? DIGEST_COST : -DIGEST_COST;
     entry.page = place.page ?? INLINE;
     entry.element = place.element;
     entry.tombstone = tombstone;
-    entry.digest = digest?.toString('latin1');
     if (atOrBelowEarlier) entry.earlier = tombstone ? Earlier.Gone : Earlier.Live;
     if (this.currentBytes > this.options.memoryBudget) this.spill();
   }
@@ -112,10 +95,7 @@ export class NewestRows {
     this.runs.length = 0;
   }
 
-  /**
-   * The keys seen since the last run, sorted, to a run file: `u32 key length, key, f64 page, u32 element, u8 flags`,
-   * then the digest when flags say there is one.
-   */
+  /** The keys seen since the last run, sorted, to a run file: `u32 key length, key, f64 page, u32 element, u8 flags`. */
   private spill(): void {
     const path = join(this.options.tmpDir, `newest-rows-${process.pid}-${this.runs.length}.run`);
     this.runs.push(path);
@@ -125,7 +105,7 @@ export class NewestRows {
       let at = 0;
       for (const name of [...this.current.keys()].sort()) {
         const entry = this.current.get(name) as Entry;
-        const size = 4 + name.length + 13 + DIGEST;
+        const size = 4 + name.length + 13;
         if (at + size > buf.length) {
           writeSync(fd, buf, 0, at);
           at = 0;
@@ -135,9 +115,7 @@ export class NewestRows {
         at += buf.write(name, at, 'latin1');
         at = buf.writeDoubleLE(entry.page, at);
         at = buf.writeUInt32LE(entry.element, at);
-        const hasDigest = entry.digest !== undefined ? DIGEST_FLAG : 0;
-        at = buf.writeUInt8((entry.tombstone ? 1 : 0) | (entry.earlier << 1) | hasDigest, at);
-        if (entry.digest !== undefined) at += buf.write(entry.digest, at, 'latin1');
+        at = buf.writeUInt8((entry.tombstone ? 1 : 0) | (entry.earlier << 1), at);
       }
       writeSync(fd, buf, 0, at);
     } finally {
@@ -157,7 +135,6 @@ function toRow(name: string, entry: Entry): NewestRow {
     element: entry.element,
     tombstone: entry.tombstone,
     liveAtEarlier: entry.earlier === Earlier.Live,
-    ...(entry.digest === undefined ? {} : { digest: Buffer.from(entry.digest, 'latin1') }),
   };
 }
 
@@ -170,7 +147,7 @@ class RunReader {
   private position = 0;
   private ended = false;
 
-  constructor(private readonly path: string) {
+  constructor(path: string) {
     this.fd = openSync(path, 'r');
     this.advance();
   }
@@ -181,8 +158,6 @@ class RunReader {
       this.head = undefined;
       return;
     }
-    const digestLength = this.buf[this.at + 4 + keyLength + 12] & DIGEST_FLAG ? DIGEST : 0;
-    if (!this.ensure(4 + keyLength + 13 + digestLength)) throw new Error(`the run file ${this.path} ends inside a row`);
     let at = this.at + 4;
     const name = this.buf.toString('latin1', at, at + keyLength);
     at += keyLength;
@@ -193,11 +168,10 @@ class RunReader {
         page: this.buf.readDoubleLE(at),
         element: this.buf.readUInt32LE(at + 8),
         tombstone: (flags & 1) === 1,
-        earlier: ((flags >> 1) & 3) as Earlier,
-        ...(digestLength ? { digest: this.buf.toString('latin1', at + 13, at + 13 + DIGEST) } : {}),
+        earlier: (flags >> 1) as Earlier,
       },
     };
-    this.at = at + 13 + digestLength;
+    this.at = at + 13;
   }
 
   close(): void {
