@@ -1,4 +1,4 @@
-import { withoutPassword } from '@etcd-steward/core';
+import { withoutPassword } from '@etcd-steward/core/cli';
 
 /** Node flags and environment variables a program runs with. */
 export interface ProcessSettings {
