@@ -45,6 +45,22 @@ describe('CronSchedule', () => {
     expect(previous('30 2 * * sun', '2026-11-22T01:00:00')).toEqual(at('2026-11-15T02:30:00'));
   });
 
+  it('steps over the hour a clock change skips, and fires in both runs of the hour it repeats', () => {
+    const zone = process.env.TZ;
+    process.env.TZ = 'Europe/Berlin';
+    try {
+      // 2024-03-31 02:00 CET becomes 03:00 CEST: 02:30 does not exist that day
+      expect(next('30 2 * * *', '2024-03-30T12:00:00Z')).toEqual(at('2024-04-01T00:30:00Z'));
+      expect(previous('30 2 * * *', '2024-03-31T12:00:00Z')).toEqual(at('2024-03-30T01:30:00Z'));
+      // 2024-10-27 03:00 CEST becomes 02:00 CET: 02:00 comes twice
+      expect(next('0 */1 * * *', '2024-10-27T00:30:00Z')).toEqual(at('2024-10-27T01:00:00Z'));
+      expect(previous('0 */1 * * *', '2024-10-27T01:30:00Z')).toEqual(at('2024-10-27T01:00:00Z'));
+    } finally {
+      if (zone === undefined) delete process.env.TZ;
+      else process.env.TZ = zone;
+    }
+  });
+
   it('refuses what is not a schedule, naming the field', () => {
     const refused = (spec: string) => () => new CronSchedule(spec, 'schedule');
     expect(refused('* * * *')).toThrow('--schedule "* * * *" is not a cron schedule (4 fields, expected 5)');
