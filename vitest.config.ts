@@ -10,6 +10,7 @@ export default defineConfig({
     alias: [
       { find: /^@etcd-steward\/testing$/, replacement: src('testing') },
       { find: /^@etcd-steward\/core$/, replacement: src('core') },
+      { find: /^@etcd-steward\/core\/([a-z]+)$/, replacement: src('core', '$1/index.ts') },
       { find: /^@etcd-steward\/snapshot$/, replacement: src('snapshot') },
       { find: /^@etcd-steward\/gc$/, replacement: src('gc') },
       { find: /^@etcd-steward\/restore$/, replacement: src('restore') },

@@ -1,12 +1,6 @@
-import {
-  type AlarmType,
-  type EtcdAlarm,
-  type EtcdConnection,
-  errorMessage,
-  type Logger,
-  listAlarms,
-  recoverFromNoSpace,
-} from '@etcd-steward/core';
+import { errorMessage, type Logger } from '@etcd-steward/core/common';
+import { type AlarmType, type EtcdAlarm, type EtcdConnection, listAlarms } from '@etcd-steward/core/etcd';
+import { recoverFromNoSpace } from '@etcd-steward/core/maintenance';
 import { Counter, Gauge } from 'prom-client';
 import type { Component, ComponentContext } from './components.js';
 import type { Leadership } from './leadership.js';

@@ -1,19 +1,17 @@
+import { listSnapshots, takeFullSnapshot } from '@etcd-steward/core/backup';
 import {
-  COMPRESSION_POLICIES,
-  type CompressionPolicy,
   checkLocalDir,
   checkLocalStore,
   etcdConnection,
   etcdOptions,
-  listSnapshots,
-  openStore,
   programArgs,
   reportUsage,
   runProgram,
   storeOption,
-  takeFullSnapshot,
   tempDirOption,
-} from '@etcd-steward/core';
+} from '@etcd-steward/core/cli';
+import { COMPRESSION_POLICIES, type CompressionPolicy } from '@etcd-steward/core/format';
+import { openStore } from '@etcd-steward/core/store';
 import { ensureProcessSettings, SIDECAR_SETTINGS } from './process-settings.js';
 import { saveSummary } from './save-summary.js';
 import { type SidecarArgs, type SidecarConfig, sidecarConfig, sidecarOptions } from './sidecar-config.js';

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import type { Logger } from '@etcd-steward/core';
+import type { Logger } from '@etcd-steward/core/common';
 import type { Registry } from 'prom-client';
 
 /** What a route handler answers; `body` objects go out as JSON, strings as plain text. */

@@ -1,10 +1,6 @@
-import {
-  type EtcdConnection,
-  errorMessage,
-  type Logger,
-  type MemberDefragmentation,
-  runScheduledDefragmentation,
-} from '@etcd-steward/core';
+import { errorMessage, type Logger } from '@etcd-steward/core/common';
+import type { EtcdConnection } from '@etcd-steward/core/etcd';
+import { type MemberDefragmentation, runScheduledDefragmentation } from '@etcd-steward/core/maintenance';
 import { Counter, Histogram } from 'prom-client';
 import type { Component, ComponentContext } from './components.js';
 import type { CronSchedule } from './cron-schedule.js';

@@ -8,7 +8,7 @@ import {
   encodeDelta,
   parseSnapshotName,
   snapshotName,
-} from '@etcd-steward/core';
+} from '@etcd-steward/core/format';
 import type { Spool, SpooledDelta } from './spool.js';
 
 /**

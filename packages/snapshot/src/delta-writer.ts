@@ -1,16 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  Backoff,
-  type CompressionPolicy,
-  collectGarbage,
-  type DeltaEvent,
-  type EtcdConnection,
-  errorMessage,
-  type Logger,
-  memberStatus,
-  WatchCompactedError,
-  watchRevisions,
-} from '@etcd-steward/core';
+import { Backoff, collectGarbage, errorMessage, type Logger } from '@etcd-steward/core/common';
+import { type EtcdConnection, memberStatus, WatchCompactedError, watchRevisions } from '@etcd-steward/core/etcd';
+import type { CompressionPolicy, DeltaEvent } from '@etcd-steward/core/format';
 import { trimDelta } from './delta-trim.js';
 import { OpenDelta } from './open-delta.js';
 import { Serial } from './serial.js';

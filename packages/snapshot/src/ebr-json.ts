@@ -1,4 +1,4 @@
-import type { SnapshotRef } from '@etcd-steward/core';
+import type { SnapshotRef } from '@etcd-steward/core/format';
 
 /** A snapshot as ebr's HTTP API describes it (brtypes.Snapshot marshalled by Go's encoding/json). */
 export interface EbrSnapshot {

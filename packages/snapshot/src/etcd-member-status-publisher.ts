@@ -1,4 +1,4 @@
-import { ETCD_MEMBER_GROUP, ETCD_MEMBER_VERSION, etcdMemberStatus, updateObject } from '@etcd-steward/core';
+import { ETCD_MEMBER_GROUP, ETCD_MEMBER_VERSION, etcdMemberStatus, updateObject } from '@etcd-steward/core/kubernetes';
 import { HeartbeatComponent } from './heartbeat-component.js';
 
 /**

@@ -1,12 +1,12 @@
 import type { Readable } from 'node:stream';
+import { OperationError } from '@etcd-steward/core/common';
 import {
   type GetOptions,
-  OperationError,
   type PutOptions,
   type SnapStore,
   type StoredObject,
   storeFile,
-} from '@etcd-steward/core';
+} from '@etcd-steward/core/store';
 
 /** This sidecar is no longer (or not yet) the leader, so it must not write. */
 export class NotLeaderError extends OperationError {

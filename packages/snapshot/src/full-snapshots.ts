@@ -1,16 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  Backoff,
-  type CompressionPolicy,
-  type EtcdConnection,
-  errorMessage,
-  type Logger,
-  type SavedFullSnapshot,
-  type SnapStore,
-  type SnapshotRef,
-  takeFullSnapshot,
-  type WatchCompactedError,
-} from '@etcd-steward/core';
+import { type SavedFullSnapshot, takeFullSnapshot } from '@etcd-steward/core/backup';
+import { Backoff, errorMessage, type Logger } from '@etcd-steward/core/common';
+import type { EtcdConnection, WatchCompactedError } from '@etcd-steward/core/etcd';
+import type { CompressionPolicy, SnapshotRef } from '@etcd-steward/core/format';
+import type { SnapStore } from '@etcd-steward/core/store';
 import type { FullSchedule } from './full-schedule.js';
 import type { Serial } from './serial.js';
 import { SingleFlight } from './single-flight.js';

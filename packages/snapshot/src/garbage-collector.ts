@@ -1,14 +1,13 @@
+import { StoreLockedError } from '@etcd-steward/core/backup';
+import { errorMessage, type Logger } from '@etcd-steward/core/common';
 import {
-  errorMessage,
-  type Logger,
   type PruneReport,
   pruneStore,
   type RetentionPolicy,
   reportRows,
-  type SnapStore,
-  StoreLockedError,
   summarize,
-} from '@etcd-steward/core';
+} from '@etcd-steward/core/retention';
+import type { SnapStore } from '@etcd-steward/core/store';
 import { Counter } from 'prom-client';
 import type { Component, ComponentContext } from './components.js';
 import type { Leadership } from './leadership.js';

@@ -1,4 +1,4 @@
-import type { PodIdentity } from '@etcd-steward/core';
+import type { PodIdentity } from '@etcd-steward/core/kubernetes';
 import type { Component } from './components.js';
 import type { KubeClient } from './kube-client.js';
 import type { KubePublisher } from './kube-publisher.js';

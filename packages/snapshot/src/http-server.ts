@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { errorMessage, type Logger, OperationError } from '@etcd-steward/core';
+import { errorMessage, type Logger, OperationError } from '@etcd-steward/core/common';
 import type { Registry } from 'prom-client';
 import { ApiAccess } from './api-access.js';
 import type { Component, ComponentContext, Route, RouteResponse } from './components.js';

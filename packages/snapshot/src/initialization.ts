@@ -1,14 +1,6 @@
-import {
-  bootstrap,
-  type EtcdConnection,
-  errorMessage,
-  type Logger,
-  type MemberConfig,
-  memberStatus,
-  OperationError,
-  UsageError,
-  type ValidationMode,
-} from '@etcd-steward/core';
+import { errorMessage, type Logger, OperationError, UsageError } from '@etcd-steward/core/common';
+import { type EtcdConnection, type MemberConfig, memberStatus } from '@etcd-steward/core/etcd';
+import type { ValidationMode } from '@etcd-steward/core/validation';
 import type { Component, ComponentContext, Route } from './components.js';
 
 /** ebr's initialization states, as /initialization/status answers them (plain text). */
@@ -48,6 +40,8 @@ export const bootstrapInitializer =
         `etcd answers at ${options.connection.endpoints[0]}: initialization checks the data dir before etcd starts, not while it runs`,
       );
     }
+    // Loaded when asked for: bootstrap brings restore, replay and validation, which a sidecar need not hold otherwise.
+    const { bootstrap } = await import('@etcd-steward/core/bootstrap');
     const result = await bootstrap({
       ...options.initialization,
       store: options.store,

@@ -1,3 +1,4 @@
+import { UsageError } from '@etcd-steward/core/common';
 import {
   ConflictError,
   ETCD_MEMBER_GROUP,
@@ -6,8 +7,7 @@ import {
   type EtcdMemberResource,
   type Lease,
   type ObjectApi,
-  UsageError,
-} from '@etcd-steward/core';
+} from '@etcd-steward/core/kubernetes';
 import {
   ApiException,
   CoordinationV1Api,

@@ -1,4 +1,4 @@
-import { Backoff, errorMessage, type Logger } from '@etcd-steward/core';
+import { Backoff, errorMessage, type Logger } from '@etcd-steward/core/common';
 import { Counter, Gauge } from 'prom-client';
 import type { Component, ComponentContext } from './components.js';
 

@@ -1,10 +1,8 @@
 import type { Readable } from 'node:stream';
+import { errorMessage, type Logger, OperationError } from '@etcd-steward/core/common';
 import {
-  errorMessage,
   type GetOptions,
   isTransient,
-  type Logger,
-  OperationError,
   openStore,
   type PutOptions,
   parseStoreUrl,
@@ -12,7 +10,7 @@ import {
   type SnapStore,
   type StoredObject,
   storeFile,
-} from '@etcd-steward/core';
+} from '@etcd-steward/core/store';
 
 /**
  * Opens the sidecar's store. A store that cannot be reached at start (down, refusing connections, failing

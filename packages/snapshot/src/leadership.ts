@@ -1,11 +1,5 @@
-import {
-  type EtcdConnection,
-  type EtcdStatus,
-  errorMessage,
-  type Logger,
-  memberList,
-  memberStatus,
-} from '@etcd-steward/core';
+import { errorMessage, type Logger } from '@etcd-steward/core/common';
+import { type EtcdConnection, type EtcdStatus, memberList, memberStatus } from '@etcd-steward/core/etcd';
 import { Counter, Gauge } from 'prom-client';
 import type { Component, ComponentContext } from './components.js';
 

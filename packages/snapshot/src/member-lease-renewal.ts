@@ -1,4 +1,4 @@
-import { memberHolderIdentity, renewedMemberLease, updateObject } from '@etcd-steward/core';
+import { memberHolderIdentity, renewedMemberLease, updateObject } from '@etcd-steward/core/kubernetes';
 import { HeartbeatComponent } from './heartbeat-component.js';
 
 /**

@@ -6,7 +6,7 @@ import {
   DeltaEncoder,
   type DeltaEvent,
   snapshotName,
-} from '@etcd-steward/core';
+} from '@etcd-steward/core/format';
 import type { Spool, SpoolDraft, SpooledDelta } from './spool.js';
 
 /**

@@ -1,4 +1,4 @@
-import { withoutPassword } from '@etcd-steward/core';
+import { withoutPassword } from '@etcd-steward/core/cli';
 
 /** Node flags and environment variables a program runs with. */
 export interface ProcessSettings {
@@ -7,16 +7,20 @@ export interface ProcessSettings {
 }
 
 /**
- * What the long-running sidecar runs with (scripts/bench/sidecar.ts; docs/sidecar.md, Performance):
- * - 4 MiB semi-spaces. Left to itself, V8 sizes its young generation by the machine's memory (semi-spaces of up to
+ * What the long-running sidecar runs with (scripts/bench/sidecar.ts; docs/sidecar.md, Performance; docs/performance.md,
+ * the sidecar's memory):
+ * - 2 MiB semi-spaces. Left to itself, V8 sizes its young generation by the machine's memory (semi-spaces of up to
  *   64 MiB on a 24 GB machine), and the sidecar's steady stream of short-lived objects grows it to that size: most of
- *   a 300 MB peak. 1 and 2 MiB cost more than they save: they promote the watch's responses to the old generation,
- *   where they outlive their use until a full GC.
+ *   a 300 MB peak. Since the watch's responses are copied out and each event goes to the spool as it arrives, 2 MiB
+ *   holds the sidecar 6–9 MB lower than 4 did idle and 3–6 MB at peak, at the same catch-up; 1 MiB promotes more to
+ *   the old generation and did not lower the peak.
+ * - V8's tiers up to Maglev, not TurboFan (`--max-opt=2`): TurboFan's code is ~5 MB of the `node` binary's pages,
+ *   resident once it has run. The CPU time under writes stayed within the runs' scatter.
  * - One malloc arena. glibc gives each thread that allocates its own (libuv's pool compresses and writes, V8's
  *   workers collect), and memory freed in one is kept there: ~8 MiB less at peak, at no measurable CPU cost.
  */
 export const SIDECAR_SETTINGS: ProcessSettings = {
-  nodeFlags: ['--max-semi-space-size=4'],
+  nodeFlags: ['--max-semi-space-size=2', '--max-opt=2'],
   env: { MALLOC_ARENA_MAX: '1' },
 };
 

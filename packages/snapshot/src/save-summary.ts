@@ -1,4 +1,5 @@
-import { formatBytes, resultStyle, type SavedFullSnapshot } from '@etcd-steward/core';
+import type { SavedFullSnapshot } from '@etcd-steward/core/backup';
+import { formatBytes, resultStyle } from '@etcd-steward/core/common';
 
 /** What `save` prints: the object, the revision it holds and its sizes (the db as etcd sent it, and as stored). */
 export function saveSummary(saved: SavedFullSnapshot, location: string, output: 'text' | 'json'): string {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
 import { join, relative, resolve } from 'node:path';
-import { UsageError } from '@etcd-steward/core';
+import { UsageError } from '@etcd-steward/core/common';
 
 /**
  * The sidecar's scratch space: a folder of its own inside --temp-dir, which may be shared (the system's /tmp).

@@ -1,32 +1,26 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
-  COMPRESSION_POLICIES,
-  type CompressionPolicy,
   checkLocalDir,
   checkLocalStore,
-  clusterMembers,
   type EtcdArgs,
-  type EtcdConnection,
   ebrRetentionOptions,
   etcdConnection,
   etcdOptions,
   flagGiven,
   type MemberArgs,
-  type MemberConfig,
   memberOptions,
   memberSettings,
-  type PodIdentity,
-  parseByteSize,
-  parseDuration,
-  parseStoreUrl,
-  podIdentity,
   type RetentionArgs,
-  type RetentionPolicy,
   retentionPolicy,
   storeOption,
-  UsageError,
-} from '@etcd-steward/core';
+} from '@etcd-steward/core/cli';
+import { parseByteSize, parseDuration, UsageError } from '@etcd-steward/core/common';
+import { clusterMembers, type EtcdConnection, type MemberConfig } from '@etcd-steward/core/etcd';
+import { COMPRESSION_POLICIES, type CompressionPolicy } from '@etcd-steward/core/format';
+import { type PodIdentity, podIdentity } from '@etcd-steward/core/kubernetes';
+import type { RetentionPolicy } from '@etcd-steward/core/retention';
+import { parseStoreUrl } from '@etcd-steward/core/store';
 import type { Argv } from 'yargs';
 import { CronSchedule } from './cron-schedule.js';
 import { FullSchedule } from './full-schedule.js';

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import type { Logger } from '@etcd-steward/core';
+import type { Logger } from '@etcd-steward/core/common';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { AlarmsComponent } from './alarms-component.js';
 import { type Component, type ComponentContext, startAll, stopAll } from './components.js';

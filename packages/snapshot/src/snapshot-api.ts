@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
-import { listSnapshots, type SnapStore } from '@etcd-steward/core';
+import { listSnapshots } from '@etcd-steward/core/backup';
+import type { SnapStore } from '@etcd-steward/core/store';
 import type { Route, RouteResponse } from './components.js';
 import { ebrLatest, ebrSnapshot } from './ebr-json.js';
 import { type LeaderForward, RETRY_AFTER } from './leader-forward.js';

@@ -1,4 +1,4 @@
-import type { SnapshotKind } from '@etcd-steward/core';
+import type { SnapshotKind } from '@etcd-steward/core/format';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 /** What the metrics read live at each scrape. */

@@ -1,4 +1,6 @@
-import { type CatalogEntry, compressionName, formatBytes, resultStyle } from '@etcd-steward/core';
+import type { CatalogEntry } from '@etcd-steward/core/backup';
+import { formatBytes, resultStyle } from '@etcd-steward/core/common';
+import { compressionName } from '@etcd-steward/core/format';
 
 /** One snapshot as `list` prints it; the text table shows the same fields under the same names. */
 export interface ListedSnapshot {

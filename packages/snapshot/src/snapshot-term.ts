@@ -1,14 +1,8 @@
-import {
-  type CompressionPolicy,
-  type EtcdConnection,
-  errorMessage,
-  type Logger,
-  OperationError,
-  parseSnapshotName,
-  type SavedFullSnapshot,
-  type SnapStore,
-  type SnapshotRef,
-} from '@etcd-steward/core';
+import type { SavedFullSnapshot } from '@etcd-steward/core/backup';
+import { errorMessage, type Logger, OperationError } from '@etcd-steward/core/common';
+import type { EtcdConnection } from '@etcd-steward/core/etcd';
+import { type CompressionPolicy, parseSnapshotName, type SnapshotRef } from '@etcd-steward/core/format';
+import type { SnapStore } from '@etcd-steward/core/store';
 import { DeltaWriter } from './delta-writer.js';
 import type { FullSchedule } from './full-schedule.js';
 import { FullSnapshots, type FullState } from './full-snapshots.js';

@@ -1,13 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  Backoff,
-  cleanupIncompleteUploads,
-  errorMessage,
-  type Logger,
-  type SavedFullSnapshot,
-  type SnapStore,
-  type SnapshotRef,
-} from '@etcd-steward/core';
+import type { SavedFullSnapshot } from '@etcd-steward/core/backup';
+import { Backoff, errorMessage, type Logger } from '@etcd-steward/core/common';
+import type { SnapshotRef } from '@etcd-steward/core/format';
+import { cleanupIncompleteUploads, type SnapStore } from '@etcd-steward/core/store';
 import type { Component, ComponentContext, Route } from './components.js';
 import { FencedStore, NotLeaderError } from './fenced-store.js';
 import { LateStore } from './late-store.js';

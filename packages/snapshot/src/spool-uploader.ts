@@ -1,13 +1,7 @@
-import {
-  Backoff,
-  errorMessage,
-  type Logger,
-  METADATA_ETCD_VERSION,
-  METADATA_SHA256,
-  parseSnapshotName,
-  type SnapStore,
-  type SnapshotRef,
-} from '@etcd-steward/core';
+import { METADATA_ETCD_VERSION } from '@etcd-steward/core/backup';
+import { Backoff, errorMessage, type Logger } from '@etcd-steward/core/common';
+import { parseSnapshotName, type SnapshotRef } from '@etcd-steward/core/format';
+import { METADATA_SHA256, type SnapStore } from '@etcd-steward/core/store';
 import type { Serial } from './serial.js';
 import type { SnapshotMetrics } from './snapshot-metrics.js';
 import { isSpooledFull, type Spool, type SpooledDelta } from './spool.js';

@@ -4,7 +4,8 @@ import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { assertSnapshotName, fsyncPath, parseSnapshotName, UsageError } from '@etcd-steward/core';
+import { fsyncPath, UsageError } from '@etcd-steward/core/common';
+import { assertSnapshotName, parseSnapshotName } from '@etcd-steward/core/format';
 import Database from 'better-sqlite3';
 
 /**

@@ -1,12 +1,7 @@
-import {
-  type CompressionPolicy,
-  type EtcdConnection,
-  type Logger,
-  METADATA_ETCD_VERSION,
-  OperationError,
-  parseSnapshotName,
-  takeFullSnapshot,
-} from '@etcd-steward/core';
+import { METADATA_ETCD_VERSION, takeFullSnapshot } from '@etcd-steward/core/backup';
+import { type Logger, OperationError } from '@etcd-steward/core/common';
+import type { EtcdConnection } from '@etcd-steward/core/etcd';
+import { type CompressionPolicy, parseSnapshotName } from '@etcd-steward/core/format';
 import type { Spool, SpooledDelta } from './spool.js';
 
 /** The spool has no room for the full snapshot: nothing was spooled, and etcd's history is all there is. */

@@ -1,4 +1,7 @@
-import { type Logger, listSnapshots, type SnapStore, type SnapshotRef } from '@etcd-steward/core';
+import { listSnapshots } from '@etcd-steward/core/backup';
+import type { Logger } from '@etcd-steward/core/common';
+import type { SnapshotRef } from '@etcd-steward/core/format';
+import type { SnapStore } from '@etcd-steward/core/store';
 import type { DeltaWriter } from './delta-writer.js';
 import type { SnapshotMetrics } from './snapshot-metrics.js';
 import { isSpooledFull, type Spool, type SpooledDelta } from './spool.js';

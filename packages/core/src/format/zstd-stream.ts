@@ -13,6 +13,12 @@ import zstd from 'zstd-napi/binding.js';
 
 /** Output goes on in full buffers: a buffer handed on holds its whole allocation until the next stage is done. */
 const OUTPUT = 128 << 10;
+/**
+ * What a worker compresses at a time, zstd's smallest. zstd holds about twice as many jobs as it has workers, in
+ * and out, and at level 1 its own size would be 2 MiB: `etcd-snapshot save` peaked 8–11 MB higher with it
+ * (docs/performance.md, `etcd-snapshot save` ≤ 100 MB).
+ */
+const JOB_SIZE = 512 << 10;
 const EMPTY = Buffer.alloc(0);
 
 /**
@@ -32,6 +38,7 @@ export class ZstdCompress extends Transform {
     super();
     this.cctx.setParameter(zstd.CParameter.compressionLevel, options.level);
     this.cctx.setParameter(zstd.CParameter.nbWorkers, options.workers);
+    if (options.workers > 0) this.cctx.setParameter(zstd.CParameter.jobSize, JOB_SIZE);
     // A content checksum (xxh64: ~0.04 s of CPU time for 276 MB) lets any zstd decoder, `zstd -t` too, see damage.
     this.cctx.setParameter(zstd.CParameter.checksumFlag, 1);
   }
