@@ -82,7 +82,9 @@ class LiveLine {
     // stdin stays the program's: ora would otherwise take it over, and Ctrl+C with it.
     this.spinner ??= ora({ stream: this.stream, discardStdin: false, isEnabled: true });
     this.spinner.text = text;
-    if (!this.spinner.isSpinning) this.spinner.start();
+    // drawn now, not at the spinner's next frame: a short phase's last figures would otherwise never show
+    if (this.spinner.isSpinning) this.spinner.render();
+    else this.spinner.start();
   }
 
   clear(): void {
