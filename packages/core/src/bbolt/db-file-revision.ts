@@ -1,6 +1,7 @@
 import { closeSync, openSync } from 'node:fs';
 import { IntegrityError } from '../common/errors.js';
 import { BboltReader, type LeafElement } from './bbolt-file.js';
+import { mainRevision } from './revision-key.js';
 
 /**
  * The store revision of an etcd bbolt file (e.g. a restored `member/snap/db`), as etcd computes it at
@@ -21,7 +22,7 @@ export function storeRevision(reader: BboltReader): number {
   const key = buckets.get('key');
   if (!key) throw new IntegrityError('the db has no "key" bucket: it is not an etcd database');
   const last = reader.lastElement(key);
-  let revision = last ? Number(last.key.readBigUInt64BE(0)) : 1;
+  let revision = last ? mainRevision(last.key) : 1;
   const meta = buckets.get('meta');
   if (meta) for (const mark of compactionMarks(reader.elements(meta))) revision = Math.max(revision, mark);
   return revision;

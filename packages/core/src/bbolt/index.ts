@@ -12,4 +12,5 @@ export * from './bbolt-page-writer.js';
 export * from './db-etcd-version.js';
 export * from './db-file-revision.js';
 export * from './empty-db.js';
+export * from './revision-key.js';
 export * from './snapshot-revision.js';

@@ -3,6 +3,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { BboltDbWriter } from '../bbolt/bbolt-db-writer.js';
 import { BboltReader, BUCKET_LEAF_FLAG, type BucketValue, detachedCopy, leafElements } from '../bbolt/bbolt-file.js';
 import { storeRevision } from '../bbolt/db-file-revision.js';
+import { isTombstoneKey, mainRevision, revisionKey } from '../bbolt/revision-key.js';
 import { IntegrityError, OperationError } from '../common/errors.js';
 import { type Logger, silentLogger } from '../common/logger.js';
 import { collectGarbage } from '../common/memory-bound.js';
@@ -129,8 +130,7 @@ async function rowsToKeep(
         if (row.value.length === 0) return;
         // a tombstone at R itself stays, as etcd keeps it since 3.5.16 (etcd#18274: a watcher from R must see
         // the deletion); the etcd before that dropped it
-        const tombstone =
-          row.key.length === 18 && row.key[17] === 0x74 && Number(row.key.readBigUInt64BE(0)) < revision;
+        const tombstone = isTombstoneKey(row.key) && mainRevision(row.key) < revision;
         index.add(userKey(row.value, id, element), { page: leaf, element }, tombstone, false);
       });
       if (++leaf % PAGES_PER_TURN === 0) await turn('indexing the keys');
@@ -163,9 +163,7 @@ function withCompactionMarks(
   rows: Iterable<{ key: Buffer; value: Buffer }>,
   revision: number,
 ): Array<{ key: Buffer; value: Buffer }> {
-  const mark = Buffer.alloc(17);
-  mark.writeBigUInt64BE(BigInt(revision), 0);
-  mark[8] = 0x5f;
+  const mark = revisionKey(revision, 0, false);
   const marks = ['scheduledCompactRev', 'finishedCompactRev'];
   const out = [...rows]
     .filter((r) => !marks.includes(r.key.toString('latin1')))

@@ -4,11 +4,12 @@ import { commitBuckets, writeBucket } from '../bbolt/bbolt-commit.js';
 import { type BboltMeta, BboltReader, type BucketValue } from '../bbolt/bbolt-file.js';
 import { LeafBuilder, PageAppender, writeBranches } from '../bbolt/bbolt-page-writer.js';
 import { storeRevision } from '../bbolt/db-file-revision.js';
+import { revisionKey } from '../bbolt/revision-key.js';
 import { IntegrityError, OperationError } from '../common/errors.js';
 import type { Revision } from '../format/delta-revisions.js';
 import { type FullSnapshotFacts, SNAPSHOT_TRAILER } from '../format/full-snapshot-check.js';
 import { appendSha256Trailer } from '../format/sha256-trailer.js';
-import { eventRecord, leaseRecord, revisionKey } from './etcd-backend-records.js';
+import { eventRecord, leaseRecord } from './etcd-backend-records.js';
 import type { ReplayEngine } from './replay-engine.js';
 import { DEFAULT_REPLAYED_LEASE_TTL } from './replay-events.js';
 

@@ -7,21 +7,6 @@ import type { DeltaEvent } from '../format/delta-format.js';
  * out and fields in ascending order, as gogo marshals them.
  */
 
-/** `key` bucket key: 8-byte big-endian main revision, '_', 8-byte sub, and 't' for a tombstone. */
-export function revisionKey(main: number, sub: number, tombstone: boolean): Buffer {
-  const key = Buffer.alloc(tombstone ? 18 : 17);
-  writeUint64BE(key, main, 0);
-  key[8] = 0x5f;
-  writeUint64BE(key, sub, 9);
-  if (tombstone) key[17] = 0x74;
-  return key;
-}
-
-function writeUint64BE(buf: Buffer, value: number, at: number): void {
-  buf.writeUInt32BE(Math.floor(value / 2 ** 32), at);
-  buf.writeUInt32BE(value % 2 ** 32, at + 4);
-}
-
 /**
  * The stored `mvccpb.KeyValue` for an event. A put's watch event carries the very KeyValue etcd stored; a
  * delete's carries a mod_revision etcd added after storing, and the tombstone itself is the key alone.

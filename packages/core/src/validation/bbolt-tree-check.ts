@@ -10,6 +10,7 @@ import {
   NO_FREELIST,
   PAGE_HEADER,
 } from '../bbolt/bbolt-file.js';
+import { isTombstoneKey } from '../bbolt/revision-key.js';
 import { IntegrityError } from '../common/errors.js';
 import { collectGarbage } from '../common/memory-bound.js';
 
@@ -142,7 +143,7 @@ export function checkBboltTree(reader: BboltReader, onLeaf?: LeafVisitor): numbe
   };
 
   const checkRevisionKey = (key: Buffer, id: number) => {
-    const ok = (key.length === 17 || (key.length === 18 && key[17] === 0x74)) && key[8] === 0x5f;
+    const ok = (key.length === 17 || isTombstoneKey(key)) && key[8] === 0x5f;
     if (!ok) throw fault(id, `a row of the "key" bucket whose key ${key.toString('hex')} is not a revision`);
   };
 

@@ -1,6 +1,7 @@
 import { closeSync, openSync } from 'node:fs';
 import { BboltReader, leafElements } from '../bbolt/bbolt-file.js';
 import { storeRevision } from '../bbolt/db-file-revision.js';
+import { isTombstoneKey, mainRevision } from '../bbolt/revision-key.js';
 import { IntegrityError } from '../common/errors.js';
 import { collectGarbage } from '../common/memory-bound.js';
 import { ProtoCursor } from '../common/protobuf-wire.js';
@@ -75,8 +76,8 @@ export class KeyspaceReader {
       // an empty row is the placeholder a revision-bumping restore leaves for a pending compaction
       // (docs/etcd-formats.md §4.2): not a key
       if (row.value.length === 0) return;
-      const main = Number(row.key.readBigUInt64BE(0));
-      const tombstone = row.key.length === 18 && row.key[17] === 0x74;
+      const main = mainRevision(row.key);
+      const tombstone = isTombstoneKey(row.key);
       this.rows.add(userKey(row.value, id, element), { page: id, element }, tombstone, main <= this.earlier);
     });
     if (++this.pages % PAGES_PER_COLLECTION === 0) collectGarbage('minor');
