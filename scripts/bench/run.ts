@@ -69,6 +69,12 @@ type Row = {
   result: string;
 };
 const rows: Row[] = [];
+/** ebr's run of a program's work, on a row of its own, when EBR_BIN names ebr. */
+async function pushEbrRow(program: string, reference: string, command: ReturnType<typeof ebrCommand>): Promise<void> {
+  if (!command) return;
+  const run = await measure(command.bin, command.args);
+  rows.push({ program, reference, theirs: run, result: run.code === 0 ? 'ebr: ok' : `ebr: exit ${run.code}` });
+}
 const wrong: string[] = [];
 const same = (a: KeyspaceFingerprint | undefined, b: KeyspaceFingerprint) =>
   a !== undefined && a.sha256 === b.sha256 && a.revision === b.revision;
@@ -180,16 +186,11 @@ try {
       ? `${chain} objects; ${same(restore.fingerprint, source) ? 'keyspace = source' : 'KEYSPACE DIFFERS'}`
       : failure(restore.run),
   });
-  const ebrRestore = ebrCommand('restore', ebrStore, { dataDir: join(work, 'ebr-restored') });
-  if (ebrRestore) {
-    const run = await measure(ebrRestore.bin, ebrRestore.args);
-    rows.push({
-      program: 'etcd-restore (full + deltas)',
-      reference: 'ebr restore',
-      theirs: run,
-      result: run.code === 0 ? 'ebr: ok' : `ebr: exit ${run.code}`,
-    });
-  }
+  await pushEbrRow(
+    'etcd-restore (full + deltas)',
+    'ebr restore',
+    ebrCommand('restore', ebrStore, { dataDir: join(work, 'ebr-restored') }),
+  );
 
   const compaction = await measureCompaction(compactStore, work);
   const compactDir = join(work, 'restored-compacted');
@@ -262,20 +263,15 @@ try {
     theirs: cpRun,
     result: `${copied} of ${chain} objects`,
   });
-  const ebrCopy = ebrCommand('copy', join(work, 'ebr-copy'), {
-    from: storeDir,
-    to: join(work, 'ebr-copy'),
-    dir: join(work, 'ebr-copy-work'),
-  });
-  if (ebrCopy) {
-    const run = await measure(ebrCopy.bin, ebrCopy.args);
-    rows.push({
-      program: 'etcd-copy-backups local → local',
-      reference: 'ebr copy',
-      theirs: run,
-      result: run.code === 0 ? 'ebr: ok' : `ebr: exit ${run.code}`,
-    });
-  }
+  await pushEbrRow(
+    'etcd-copy-backups local → local',
+    'ebr copy',
+    ebrCommand('copy', join(work, 'ebr-copy'), {
+      from: storeDir,
+      to: join(work, 'ebr-copy'),
+      dir: join(work, 'ebr-copy-work'),
+    }),
+  );
 } finally {
   await rm(work, { recursive: true, force: true });
 }
