@@ -4,6 +4,7 @@ import {
   BUCKET_LEAF_FLAG,
   type BucketValue,
   bucketHeader,
+  detachedCopy,
   metaPage,
   NO_FREELIST,
 } from './bbolt-file.js';
@@ -25,6 +26,21 @@ export function writeBucket(
   const leaves = new LeafBuilder(pages);
   for (const row of rows) leaves.add(row.key, row.value);
   return { root: writeBranches(pages, leaves.finish()), sequence };
+}
+
+/**
+ * A bucket's rows with `set` written over them: each row of `set` replaces the row of its key or joins them, in
+ * key order, every row a copy that outlives the pages it was read from.
+ */
+export function rowsWith(
+  rows: Iterable<{ key: Buffer; value: Buffer }>,
+  set: Iterable<{ key: Buffer; value: Buffer }>,
+): Array<{ key: Buffer; value: Buffer }> {
+  const merged = new Map<string, { key: Buffer; value: Buffer }>();
+  for (const row of [...rows, ...set]) {
+    merged.set(row.key.toString('latin1'), { key: detachedCopy(row.key), value: detachedCopy(row.value) });
+  }
+  return [...merged.values()].sort((a, b) => Buffer.compare(a.key, b.key));
 }
 
 /**

@@ -1,7 +1,8 @@
 import { closeSync, fsyncSync, openSync } from 'node:fs';
 import { setImmediate as nextTurn } from 'node:timers/promises';
+import { rowsWith } from '../bbolt/bbolt-commit.js';
 import { BboltDbWriter } from '../bbolt/bbolt-db-writer.js';
-import { BboltReader, BUCKET_LEAF_FLAG, type BucketValue, detachedCopy, leafElements } from '../bbolt/bbolt-file.js';
+import { BboltReader, BUCKET_LEAF_FLAG, type BucketValue, leafElements } from '../bbolt/bbolt-file.js';
 import { storeRevision } from '../bbolt/db-file-revision.js';
 import { isTombstoneKey, mainRevision, revisionKey } from '../bbolt/revision-key.js';
 import { IntegrityError, OperationError } from '../common/errors.js';
@@ -164,12 +165,8 @@ function withCompactionMarks(
   revision: number,
 ): Array<{ key: Buffer; value: Buffer }> {
   const mark = revisionKey(revision, 0, false);
-  const marks = ['scheduledCompactRev', 'finishedCompactRev'];
-  const out = [...rows]
-    .filter((r) => !marks.includes(r.key.toString('latin1')))
-    .map((r) => ({ key: detachedCopy(r.key), value: detachedCopy(r.value) }));
-  for (const name of marks) out.push({ key: Buffer.from(name, 'latin1'), value: mark });
-  return out.sort((a, b) => Buffer.compare(a.key, b.key));
+  const marks = ['scheduledCompactRev', 'finishedCompactRev'].map((name) => ({ key: Buffer.from(name), value: mark }));
+  return rowsWith(rows, marks);
 }
 
 /** A pause after a batch of pages (or, `page` false, of other work) in the named stage. */

@@ -1,7 +1,7 @@
 import { chmodSync, closeSync, fsyncSync, ftruncateSync, openSync } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { commitBuckets, writeBucket } from '../bbolt/bbolt-commit.js';
+import { commitBuckets, rowsWith, writeBucket } from '../bbolt/bbolt-commit.js';
 import { BboltReader, detachedCopy } from '../bbolt/bbolt-file.js';
 import { PageAppender } from '../bbolt/bbolt-page-writer.js';
 import { writeEmptyDb } from '../bbolt/empty-db.js';
@@ -64,11 +64,7 @@ function carryToolRows(from: string, into: string, tool: string): void {
       const sequence = buckets.get(name)?.sequence ?? 0n;
       if (name === 'meta') {
         const meta = buckets.get('meta');
-        const merged = new Map<string, Row>();
-        if (meta) for (const row of reader.elements(meta)) merged.set(row.key.toString('latin1'), copied(row));
-        for (const row of rows) merged.set(row.key.toString('latin1'), row);
-        const sorted = [...merged.values()].sort((a, b) => Buffer.compare(a.key, b.key));
-        buckets.set(name, writeBucket(pages, sorted, sequence));
+        buckets.set(name, writeBucket(pages, rowsWith(meta ? reader.elements(meta) : [], rows), sequence));
       } else if (MEMBERSHIP_BUCKETS.has(name)) {
         buckets.set(name, writeBucket(pages, rows, sequence));
       } else if (rows.length > 0) {
