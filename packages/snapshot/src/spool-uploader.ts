@@ -60,6 +60,15 @@ export class SpoolUploader {
     clearTimeout(this.drainTimer);
   }
 
+  /**
+   * The store took an upload (or a whole drain): it is reachable from now on, before the spool's gauges say the
+   * upload is done, so that no reader sees an empty spool beside an unreachable store.
+   */
+  private answered(): void {
+    if (this.storeFailing) this.logger.info('the store is reachable again; uploading the spool');
+    this.storeFailing = false;
+  }
+
   /** Uploads the spool in order, retrying with backoff while the store fails. */
   drainSoon(delayMs: number): void {
     if (this.drainTimer || this.options.signal.aborted) return;
@@ -67,8 +76,7 @@ export class SpoolUploader {
       this.drainTimer = undefined;
       try {
         await this.options.serial.run(() => this.drain());
-        if (this.storeFailing) this.logger.info('the store is reachable again; the spool is uploaded');
-        this.storeFailing = false;
+        this.answered();
         this.drainBackoff.reset();
       } catch (err) {
         if (this.options.signal.aborted) return;
@@ -121,6 +129,7 @@ export class SpoolUploader {
         metrics.failed('Incr', (Date.now() - started) / 1000);
         throw err;
       }
+      this.answered();
       await spool.remove(delta);
       this.logger.info('delta snapshot saved', {
         name: delta.name,
@@ -148,6 +157,7 @@ export class SpoolUploader {
       metrics.failed('Full', (Date.now() - started) / 1000);
       throw err;
     }
+    this.answered();
     await spool.remove(full);
     const ref = parseSnapshotName(full.name)!;
     this.options.onFullStored(ref);
