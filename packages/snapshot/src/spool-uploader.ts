@@ -103,6 +103,7 @@ export class SpoolUploader {
       const head = await this.options.storeHead();
       if (delta.lastRevision <= head) {
         // Uploaded just before a crash, or covered by a full snapshot since.
+        this.answered();
         await spool.remove(delta);
         continue;
       }
