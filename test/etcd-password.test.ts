@@ -1,10 +1,12 @@
 import { execFile } from 'node:child_process';
+import { once } from 'node:events';
 import { readFile, writeFile } from 'node:fs/promises';
+import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { promisify } from 'node:util';
 import { startCluster, type TestCluster } from '@etcd-steward/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runProgram } from './run-program.js';
-import { type SidecarProcess, startSidecar } from './sidecar-helpers.js';
+import { runProgram, startProgram } from './run-program.js';
+import { type SidecarProcess, startSidecar, waitFor } from './sidecar-helpers.js';
 import { tempDir } from './temp-dir.js';
 
 const run = promisify(execFile);
@@ -60,4 +62,29 @@ describe('the etcd password (etcd with auth enabled)', () => {
       expect(status.ok).toBe(true);
     },
   );
+
+  it('given to save on its command line, is not in the command line of the save while it runs (which runs without TurboFan and with one malloc arena)', async () => {
+    // An etcd that takes connections and never answers: the save waits, and its process can be read.
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => sockets.add(socket)).listen(0, '127.0.0.1');
+    await once(silent, 'listening');
+    const save = startProgram('etcd-snapshot', [
+      'save',
+      ...['--endpoints', `http://127.0.0.1:${(silent.address() as AddressInfo).port}`],
+      ...['--store', `file://${path('silent-store')}`, '--user', 'root', '--password', 'root-pw-4711'],
+    ]);
+    try {
+      const cmdline = await waitFor('the save to start again with its settings', async () => {
+        const args = (await readFile(`/proc/${save.pid}/cmdline`, 'utf8')).split('\0');
+        return args.includes('--max-opt=2') ? args : undefined;
+      });
+      expect(cmdline).toContain('save');
+      expect(cmdline.join(' ')).not.toContain('root-pw-4711');
+      expect((await readFile(`/proc/${save.pid}/environ`, 'utf8')).split('\0')).toContain('MALLOC_ARENA_MAX=1');
+    } finally {
+      save.kill('SIGKILL');
+      for (const socket of sockets) socket.destroy();
+      silent.close();
+    }
+  });
 });

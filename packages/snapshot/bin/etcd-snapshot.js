@@ -1,2 +1,7 @@
 #!/usr/bin/env node
-import '../dist/cli.js';
+// `run` and `save` start again with the Node flags and malloc setting they run with before anything loads
+// (src/process-settings.ts).
+import { ensureProcessSettings, settingsFor } from '../dist/process-settings.js';
+
+ensureProcessSettings(settingsFor(process.argv.slice(2)));
+await import('../dist/cli.js');

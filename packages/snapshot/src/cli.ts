@@ -12,7 +12,6 @@ import {
 } from '@etcd-steward/core/cli';
 import { COMPRESSION_POLICIES, type CompressionPolicy } from '@etcd-steward/core/format';
 import { openStore } from '@etcd-steward/core/store';
-import { ensureProcessSettings, SIDECAR_SETTINGS } from './process-settings.js';
 import { saveSummary } from './save-summary.js';
 import { type SidecarArgs, type SidecarConfig, sidecarConfig, sidecarOptions } from './sidecar-config.js';
 import { formatSnapshotTable, snapshotListing } from './snapshot-table.js';
@@ -74,8 +73,6 @@ await programArgs('etcd-snapshot')
       } catch (err) {
         reportUsage(err);
       }
-      // After the checks, so that bad input is reported once; before any work, which the restart would repeat.
-      ensureProcessSettings(SIDECAR_SETTINGS);
       return runProgram(args.output, async ({ logger, signal }) => {
         // Loaded only here: the sidecar's modules (metrics, spool, HTTP) would add ~50 ms to every `save`.
         const { runSidecar } = await import('./sidecar.js');

@@ -1,4 +1,4 @@
-import { withoutPassword } from '@etcd-steward/core/cli';
+import { withoutPassword } from './password-argument.js';
 
 /** Node flags and environment variables a program runs with. */
 export interface ProcessSettings {
@@ -25,14 +25,36 @@ export const SIDECAR_SETTINGS: ProcessSettings = {
 };
 
 /**
- * Runs this program again in the same process (execve: same PID, arguments and environment) with the settings it
- * lacks, since V8 and malloc read them only at start-up. What the user set wins: a flag on node's command line or in
- * NODE_OPTIONS, a variable in the environment. An etcd password on the command line moves to ETCD_STEWARD_PASSWORD
- * on the way (and is itself a reason to start again): every user of the machine can read a process's arguments,
- * not its environment. Returns when there is nothing to do, or when this Node cannot replace its process (the
- * program then runs with the defaults).
+ * What `save` runs with: no TurboFan and one malloc arena (zstd's workers allocate in threads of their own), for
+ * the same reasons: 97–99 MB at peak against 105–106 on a 142 MB db, in the same time (docs/performance.md). V8
+ * sizes the young generation itself: semi-spaces of 1 to 8 MiB did no better while a snapshot streams.
  */
-export function ensureProcessSettings({ nodeFlags, env }: ProcessSettings): void {
+export const SAVE_SETTINGS: ProcessSettings = {
+  nodeFlags: ['--max-opt=2'],
+  env: { MALLOC_ARENA_MAX: '1' },
+};
+
+/**
+ * The settings of the command on this command line (the program's arguments): a command is the first argument that
+ * names one. A flag's value that happens to be `run` or `save` only costs a restart, never a different result.
+ */
+export function settingsFor(args: readonly string[]): ProcessSettings | undefined {
+  const command = args.find((arg) => arg === 'run' || arg === 'save' || arg === '--');
+  return command === 'run' ? SIDECAR_SETTINGS : command === 'save' ? SAVE_SETTINGS : undefined;
+}
+
+/**
+ * Runs this program again in the same process (execve: same PID, arguments and environment) with the settings it
+ * lacks, since V8 and malloc read them only at start-up. Called before the program loads (bin/etcd-snapshot.js),
+ * so that the restart costs a bare Node start-up, not the loading of its modules twice. What the user set wins: a
+ * flag on node's command line or in NODE_OPTIONS, a variable in the environment. An etcd password on the command
+ * line moves to ETCD_STEWARD_PASSWORD on the way (and is itself a reason to start again): every user of the machine
+ * can read a process's arguments, not its environment. Returns when there is nothing to do, or when this Node
+ * cannot replace its process (the program then runs with the defaults).
+ */
+export function ensureProcessSettings(settings: ProcessSettings | undefined): void {
+  if (!settings) return;
+  const { nodeFlags, env } = settings;
   const name = (flag: string) => flag.split('=')[0].replaceAll('_', '-');
   const given = new Set([...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].map(name));
   const flags = nodeFlags.filter((flag) => !given.has(name(flag)));
