@@ -1,5 +1,5 @@
 import { closeSync, openSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -123,7 +123,7 @@ describe('takeFullSnapshot against a real etcd', () => {
     expect(await dbFileRevision(db)).toBe(deleted);
   });
 
-  it("reads the revision past a free page whose stale header claims the pages after it, as etcd's free pages may", async () => {
+  it("reads the revision past a free page whose stale header claims the pages after it, as etcd's free pages may, its page table in memory or on disk", async () => {
     const client = cluster.client();
     // Churn leaves free pages in the db; etcd's snapshot streams them with whatever they last held.
     for (let round = 0; round < 3; round++) {
@@ -153,11 +153,18 @@ describe('takeFullSnapshot against a real etcd', () => {
     patched.writeUInt16LE(LEAF_PAGE, at + 8);
     patched.writeUInt16LE(0, at + 10);
     patched.writeUInt32LE(lastKeyLeaf - (stale as number), at + 12);
+    // A window of 2 pages: the page table goes to its file after the first two, and is read back from there.
+    const spillDir = join(dir, 'page-table');
+    await mkdir(spillDir);
     for (const chunkSize of [4096, 65_536, 1 << 20]) {
-      const scanner = new SnapshotRevisionScanner();
-      for (let i = 0; i < patched.length; i += chunkSize) scanner.write(patched.subarray(i, i + chunkSize));
-      expect(scanner.revision()).toBe(saved.revision);
+      for (const table of [{}, { windowPages: 2, spillDir }]) {
+        const scanner = new SnapshotRevisionScanner(table);
+        for (let i = 0; i < patched.length; i += chunkSize) scanner.write(patched.subarray(i, i + chunkSize));
+        expect(scanner.revision()).toBe(saved.revision);
+        scanner.close();
+      }
     }
+    expect(await readdir(spillDir)).toEqual([]); // unlinked as soon as it was open
   });
 
   it('takes the snapshot from the next endpoint when the first is down', async () => {

@@ -1,4 +1,5 @@
 import { createWriteStream } from 'node:fs';
+import { dirname } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { IntegrityError } from '../common/errors.js';
 import { type Logger, silentLogger } from '../common/logger.js';
@@ -27,7 +28,7 @@ export async function fetchFullSnapshot(
 ): Promise<FullSnapshotFacts> {
   const label = `${store.location}/${entry.name}`;
   const stored = new StoredDigest();
-  const check = new FullSnapshotCheck(label);
+  const check = new FullSnapshotCheck(label, { spillDir: dirname(file) });
   const recorded = await recordedDbSize(store, entry);
   await pipeline(
     await store.get(entry.name),

@@ -1,4 +1,5 @@
 import { createWriteStream } from 'node:fs';
+import { dirname } from 'node:path';
 import type { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Logger } from '../common/logger.js';
@@ -42,7 +43,7 @@ export async function snapshotToFile(
   signal?: AbortSignal,
   sealer?: Transform,
 ): Promise<SnapshotFile> {
-  const check = new FullSnapshotCheck('the snapshot etcd sent');
+  const check = new FullSnapshotCheck('the snapshot etcd sent', { spillDir: dirname(request.file) });
   const stored = new StoredDigest(!sealer);
   await pipeline(
     openSnapshotStream(request.connection, { endpoint: request.endpoint, token: request.token, signal }),

@@ -12,6 +12,7 @@ import {
   PAGE_HEADER,
 } from './bbolt-file.js';
 import { compactionMarks } from './db-file-revision.js';
+import { PageTable, type PageTableOptions } from './page-table.js';
 
 /*
  * Finds the store revision of an etcd snapshot while it streams past, without holding the db. etcd 3.4's
@@ -20,8 +21,9 @@ import { compactionMarks } from './db-file-revision.js';
  * or leave a gap. The revision is what etcd itself computes at start-up: the `main` of the last row in
  * the `key` bucket, raised to the compaction marks in `meta`. (bbolt layout: docs/etcd-formats.md §2–3.)
  *
- * Memory: one byte and one number per page (page ids come from the meta page, before any other page),
- * plus the largest single node (a leaf spanning overflow pages), or the largest a free page's stale header claims.
+ * Memory: a window of the page table (a byte and a number per page; page ids come from the meta page, before any
+ * other page), the rest of it on disk (page-table.ts), plus the largest single node (a leaf spanning overflow pages),
+ * or the largest a free page's stale header claims.
  */
 
 export class SnapshotRevisionScanner {
@@ -30,13 +32,18 @@ export class SnapshotRevisionScanner {
   private pending: Buffer[] = [];
   private pendingBytes = 0;
   private nextPage = 0;
-  /** Per page: 1 branch, 2 leaf. */
-  private kinds = new Uint8Array(0);
-  /** Per page: a branch's last child, or a leaf's last revision key `main` (NaN when none). */
-  private values = new Float64Array(0);
+  /** Per page: kind 1 branch, 2 leaf; value a branch's last child, or a leaf's last revision key `main` (NaN when none). */
+  private pages = new PageTable(0);
   private rootBuckets?: Map<string, BucketValue>;
   private compaction = new Map<number, number>();
   private done = false;
+
+  constructor(private readonly tableOptions: PageTableOptions = {}) {}
+
+  /** Gives back the page table's file; the scanner answers nothing after. */
+  close(): void {
+    this.pages.close();
+  }
 
   /**
    * Feed the db bytes in order (a trailing sha256 or partial page is ignored). The stream holds every page below
@@ -53,7 +60,7 @@ export class SnapshotRevisionScanner {
         if (this.pendingBytes < 80) return;
         this.readMeta(this.take(80, false));
       }
-      if (this.nextPage >= this.kinds.length) {
+      if (this.nextPage >= this.pages.pageCount) {
         this.done = true; // past the high-water mark: only etcd's sha256 trailer can follow
         return;
       }
@@ -72,7 +79,7 @@ export class SnapshotRevisionScanner {
     const flags = header.readUInt16LE(8);
     if ((flags !== BRANCH_PAGE && flags !== LEAF_PAGE) || header.readBigUInt64LE(0) !== BigInt(this.nextPage)) return 0;
     const overflow = header.readUInt32LE(12);
-    return this.nextPage + overflow < this.kinds.length ? overflow + 1 : 0;
+    return this.nextPage + overflow < this.pages.pageCount ? overflow + 1 : 0;
   }
 
   /** The snapshot's revision, once every page was written. */
@@ -97,10 +104,12 @@ export class SnapshotRevisionScanner {
     }
     let page = bucket.root;
     for (let depth = 0; depth < 64; depth++) {
-      if (page >= this.kinds.length) break;
-      if (this.kinds[page] === LEAF_PAGE) return Number.isNaN(this.values[page]) ? undefined : this.values[page];
-      if (this.kinds[page] !== BRANCH_PAGE) break;
-      page = this.values[page];
+      if (!Number.isInteger(page) || page >= this.pages.pageCount) break;
+      const kind = this.pages.kind(page);
+      const value = this.pages.value(page);
+      if (kind === LEAF_PAGE) return Number.isNaN(value) ? undefined : value;
+      if (kind !== BRANCH_PAGE) break;
+      page = value;
     }
     throw new IntegrityError(
       `the snapshot's "key" bucket tree is incomplete (page ${page} missing or not a tree page)`,
@@ -128,8 +137,7 @@ export class SnapshotRevisionScanner {
     if (this.rootPage >= pageCount || pageCount > 2 ** 32) {
       throw new IntegrityError("the snapshot's bbolt meta page is inconsistent (root page beyond the end)");
     }
-    this.kinds = new Uint8Array(pageCount);
-    this.values = new Float64Array(pageCount);
+    this.pages = new PageTable(pageCount, this.tableOptions);
   }
 
   private readNode(page: Buffer): void {
@@ -137,11 +145,10 @@ export class SnapshotRevisionScanner {
     const flags = page.readUInt16LE(8);
     if (flags === BRANCH_PAGE) {
       const count = page.readUInt16LE(10);
-      this.kinds[id] = BRANCH_PAGE;
-      this.values[id] = count > 0 ? Number(page.readBigUInt64LE(PAGE_HEADER + (count - 1) * ELEMENT + 8)) : Number.NaN;
+      const lastChild = count > 0 ? Number(page.readBigUInt64LE(PAGE_HEADER + (count - 1) * ELEMENT + 8)) : Number.NaN;
+      this.pages.set(id, BRANCH_PAGE, lastChild);
     } else {
-      this.kinds[id] = LEAF_PAGE;
-      this.values[id] = lastRevisionKey(page);
+      this.pages.set(id, LEAF_PAGE, lastRevisionKey(page));
       if (id === this.rootPage) this.rootBuckets = bucketsOf(leafElements(page));
       const mark = compactionMark(page);
       if (mark !== undefined) this.compaction.set(id, mark);

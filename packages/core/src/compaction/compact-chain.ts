@@ -279,7 +279,7 @@ async function verifyHeld(
   const ref = parseSnapshotName(held.name);
   if (!ref) throw new OperationError(`${held.name} is not a snapshot name`);
   const file = join(ctx.scratch, 'verify.db');
-  const check = new FullSnapshotCheck('the compacted snapshot');
+  const check = new FullSnapshotCheck('the compacted snapshot', { spillDir: ctx.scratch });
   try {
     await pipeline(createReadStream(held.path), decompressor(ref.compression), check, createWriteStream(file), {
       signal: ctx.signal,

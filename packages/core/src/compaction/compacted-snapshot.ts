@@ -1,5 +1,6 @@
 import { createReadStream, createWriteStream } from 'node:fs';
 import { rm, stat } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { METADATA_DB_SIZE, METADATA_ETCD_VERSION, unusedName } from '../backup/take-full-snapshot.js';
 import { IntegrityError } from '../common/errors.js';
@@ -29,7 +30,7 @@ export async function holdCompactedSnapshot(
   },
 ): Promise<{ name: string; dbBytes: number }> {
   const createdAt = Math.floor(Date.now() / 1000);
-  const check = new FullSnapshotCheck('the compacted db');
+  const check = new FullSnapshotCheck('the compacted db', { spillDir: dirname(file) });
   const stored = new StoredDigest();
   const compressed = `${file}.${options.compression}`;
   try {

@@ -1,4 +1,5 @@
 import { Transform, type TransformCallback } from 'node:stream';
+import type { PageTableOptions } from '../bbolt/page-table.js';
 import { SnapshotRevisionScanner } from '../bbolt/snapshot-revision.js';
 import { IntegrityError } from '../common/errors.js';
 import { SHA256_TRAILER, Sha256Trailer } from './sha256-trailer.js';
@@ -64,10 +65,18 @@ export class SnapshotTrailerCheck extends Transform {
   }
 }
 
-/** The trailer's check, and the snapshot's revision read on the way (see snapshot-revision.ts). */
+/**
+ * The trailer's check, and the snapshot's revision read on the way (see snapshot-revision.ts). `spillDir`: where the
+ * scan's page table goes beyond its first pages (the system temp dir if not set).
+ */
 export class FullSnapshotCheck extends SnapshotTrailerCheck {
-  private readonly scanner = new SnapshotRevisionScanner();
+  private readonly scanner: SnapshotRevisionScanner;
   private result?: FullSnapshotFacts;
+
+  constructor(label: string, tableOptions: PageTableOptions = {}) {
+    super(label);
+    this.scanner = new SnapshotRevisionScanner(tableOptions);
+  }
 
   /** Available once the stream has ended without error. */
   facts(): FullSnapshotFacts {
@@ -82,5 +91,10 @@ export class FullSnapshotCheck extends SnapshotTrailerCheck {
   protected override onSound(): void {
     const dbSha256 = this.trailer.bodySha256().toString('hex');
     this.result = { size: this.trailer.size, revision: this.scanner.revision(), dbSha256 };
+  }
+
+  override _destroy(err: Error | null, done: (err: Error | null) => void): void {
+    this.scanner.close();
+    done(err);
   }
 }

@@ -1,6 +1,6 @@
 import { createWriteStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Etcd3, IRequestOp, IResponseOp } from 'etcd3';
 import { OperationError } from '../common/errors.js';
@@ -188,7 +188,7 @@ export class GrpcReplayEngine implements ReplayEngine {
   }
 
   async finish(file: string): Promise<FullSnapshotFacts> {
-    const check = new FullSnapshotCheck('the snapshot of the replayed etcd');
+    const check = new FullSnapshotCheck('the snapshot of the replayed etcd', { spillDir: dirname(file) });
     await pipeline(openSnapshotStream({ endpoints: [this.etcd!.clientUrl] }), check, createWriteStream(file));
     return check.facts();
   }
