@@ -1,4 +1,5 @@
-import ora, { type Ora } from 'ora';
+import { createRequire } from 'node:module';
+import type { Ora } from 'ora';
 import { isLiveTerminal, terminalStyle } from './terminal-style.js';
 
 /**
@@ -80,7 +81,7 @@ class LiveLine {
       return;
     }
     // stdin stays the program's: ora would otherwise take it over, and Ctrl+C with it.
-    this.spinner ??= ora({ stream: this.stream, discardStdin: false, isEnabled: true });
+    this.spinner ??= loadOra()({ stream: this.stream, discardStdin: false, isEnabled: true });
     this.spinner.text = text;
     // drawn now, not at the spinner's next frame: a short phase's last figures would otherwise never show
     if (this.spinner.isSpinning) this.spinner.render();
@@ -93,6 +94,15 @@ class LiveLine {
     if (this.plainShown) this.stream.write('\r\x1b[2K');
     this.plainShown = false;
   }
+}
+
+/**
+ * ora, loaded when a live line is first drawn: a program whose output is not a terminal (the sidecar, a Job) never
+ * needs it, and it costs ~1.3 MB of memory (its string-width builds an Intl.Segmenter). require: ora is an ES module
+ * without top-level await, which Node loads synchronously, so the first line is drawn at once.
+ */
+function loadOra(): typeof import('ora').default {
+  return (createRequire(import.meta.url)('ora') as typeof import('ora')).default;
 }
 
 /** The figures a progress report carries, as a person reads them: "12.0 MB  37%  10.1 MB/s  ETA 6s". */
