@@ -3,6 +3,8 @@
 // delta is in the store. Usage (after `pnpm exec tsc -b`):
 //   node scripts/bench/sidecar.ts [--rate 10000] [--seconds 30] [--value-size 1024] [--period 20s] [--memory-limit 10Mi]
 //     [--sidecar-node-options='--max-semi-space-size=64 …'] [--cgroup-limit 100Mi [--cgroup-parent DIR]] [--full]
+//     [--baseline DIR]
+// --baseline DIR runs the sidecar built in DIR (a checkout of an earlier build) instead: run both in turn to compare.
 // With --full, once the deltas have caught up, a full snapshot of the database the load built is taken through the
 // HTTP API, and the sidecar's memory while it runs is reported on its own.
 // With --cgroup-limit the sidecar runs in a memory cgroup (v1) of that limit, created under --cgroup-parent (default:
@@ -42,6 +44,8 @@ const { values } = parseArgs({
     'cgroup-limit': { type: 'string' },
     'cgroup-parent': { type: 'string' },
     full: { type: 'boolean', default: false },
+    // A checkout of an earlier build (built), whose sidecar runs instead: the reference for a change.
+    baseline: { type: 'string' },
   },
 });
 const rate = Number(values.rate);
@@ -60,7 +64,7 @@ const cgroup = values['cgroup-limit']
 const command = [
   process.execPath,
   ...values['sidecar-node-options'].split(' ').filter(Boolean),
-  join(root, 'packages/snapshot/bin/etcd-snapshot.js'),
+  join(values.baseline ?? root, 'packages/snapshot/bin/etcd-snapshot.js'),
   'run',
   '--endpoints',
   cluster.endpoints[0],
