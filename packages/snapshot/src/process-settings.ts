@@ -18,23 +18,22 @@ export interface ProcessSettings {
  *   resident once it has run. The CPU time under writes stayed within the runs' scatter.
  * - One malloc arena. glibc gives each thread that allocates its own (libuv's pool compresses and writes, V8's
  *   workers collect), and memory freed in one is kept there: ~8 MiB less at peak, at no measurable CPU cost.
- * - V8's `--optimize-for-size` (its heap grows and its young generation fills less before it collects): 86–88 MB at
- *   peak against 92 under 3,600 writes/s, idle 78 against 82, the same delta lag and catch-up, CPU within the runs'
- *   scatter (26–29% of a core against 25–27%).
+ * Not V8's `--optimize-for-size`, though it took 4–6 MB more off (docs/performance.md): with it, Node 24.21 sometimes
+ * never returned from `process.exit` once @kubernetes/client-node had loaded (the main thread waiting on V8's
+ * worker; 5 of 16 runs against 0 of 20 without it).
  */
 export const SIDECAR_SETTINGS: ProcessSettings = {
-  nodeFlags: ['--max-semi-space-size=2', '--max-opt=2', '--optimize-for-size'],
+  nodeFlags: ['--max-semi-space-size=2', '--max-opt=2'],
   env: { MALLOC_ARENA_MAX: '1' },
 };
 
 /**
- * What `save` runs with: no TurboFan, `--optimize-for-size` and one malloc arena (zstd's workers allocate in threads
- * of their own), for the same reasons: 87–90 MB at peak against 105–106 on a 142 MB db, in the same time
- * (docs/performance.md). V8 sizes the young generation itself: semi-spaces of 1 to 8 MiB did no better while a
- * snapshot streams.
+ * What `save` runs with: no TurboFan and one malloc arena (zstd's workers allocate in threads of their own), for
+ * the same reasons: 97–99 MB at peak against 105–106 on a 142 MB db, in the same time (docs/performance.md). V8
+ * sizes the young generation itself: semi-spaces of 1 to 8 MiB did no better while a snapshot streams.
  */
 export const SAVE_SETTINGS: ProcessSettings = {
-  nodeFlags: ['--max-opt=2', '--optimize-for-size'],
+  nodeFlags: ['--max-opt=2'],
   env: { MALLOC_ARENA_MAX: '1' },
 };
 
