@@ -43,12 +43,10 @@ export class PageTable {
     this.window.writeDoubleLE(value, at + 1);
   }
 
-  kind(page: number): number {
-    return this.record(page)[0];
-  }
-
-  value(page: number): number {
-    return this.record(page).readDoubleLE(1);
+  /** What was set for `page`: one read of the file when it is behind the window. */
+  get(page: number): { kind: number; value: number } {
+    const record = this.record(page);
+    return { kind: record[0], value: record.readDoubleLE(1) };
   }
 
   close(): void {

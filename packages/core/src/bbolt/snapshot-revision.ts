@@ -105,8 +105,7 @@ export class SnapshotRevisionScanner {
     let page = bucket.root;
     for (let depth = 0; depth < 64; depth++) {
       if (!Number.isInteger(page) || page >= this.pages.pageCount) break;
-      const kind = this.pages.kind(page);
-      const value = this.pages.value(page);
+      const { kind, value } = this.pages.get(page);
       if (kind === LEAF_PAGE) return Number.isNaN(value) ? undefined : value;
       if (kind !== BRANCH_PAGE) break;
       page = value;
