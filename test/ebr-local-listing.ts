@@ -1,5 +1,5 @@
 import { readdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 
 /**
  * The file names ebr v0.23's Local provider takes for snapshots in a store folder, by its rules
@@ -7,14 +7,16 @@ import { join } from 'node:path';
  * folder; a path that contains `v1` or `v2` is parsed from its last `v1/` (else `v2/`) on: at most three
  * `/`-separated parts, which split by `-` into exactly four tokens: kind `Full` or `Incr`, two integer
  * revisions (start ≤ last) and an integer of seconds before the first `.`. Everything else it skips.
- * Returns the paths relative to `root`, sorted.
+ * The rules see the path below `root` only: ebr applies them to the whole path, so a store folder whose own
+ * path holds `v1/` (a temporary folder named `…v1`) would hide every snapshot, a fault of the folder's name and
+ * not of what the store holds. Returns the paths relative to `root`, sorted.
  */
 export async function ebrLocalListing(root: string): Promise<string[]> {
   const found: string[] = [];
   for (const entry of await readdir(root, { recursive: true, withFileTypes: true })) {
     if (!entry.isFile()) continue;
-    const path = join(entry.parentPath, entry.name);
-    if ((path.includes('v1') || path.includes('v2')) && parsesAsSnapshot(path)) found.push(path.slice(root.length + 1));
+    const path = relative(root, join(entry.parentPath, entry.name));
+    if ((path.includes('v1') || path.includes('v2')) && parsesAsSnapshot(path)) found.push(path);
   }
   return found.sort();
 }
