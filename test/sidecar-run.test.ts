@@ -1,4 +1,6 @@
 import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { keyspaceFingerprint, LocalStore, listSnapshots, memberList } from '@etcd-steward/core';
 import { startCluster, writeWorkload } from '@etcd-steward/testing';
@@ -19,6 +21,16 @@ import {
 import { tempDir } from './temp-dir.js';
 
 const run = promisify(execFile);
+
+/** The metrics docs/sidecar.md's table names, with their types (a row may name two of one type). */
+async function documentedMetrics(): Promise<{ name: string; type: string }[]> {
+  const doc = await readFile(join(import.meta.dirname, '..', 'docs', 'sidecar.md'), 'utf8');
+  return doc
+    .split('\n')
+    .map((row) => row.match(/^\| (`[^|]+`) +\| (counter|gauge|histogram) +\|/))
+    .filter((match) => match !== null)
+    .flatMap(([, names, type]) => [...names.matchAll(/`([a-z_]+)(\{[^}]*\})?`/g)].map(([, name]) => ({ name, type })));
+}
 
 describe('etcd-snapshot run (sidecar as a process, real etcd, steady writes)', () => {
   const at = tempDir('sidecar-run-');
@@ -67,15 +79,14 @@ describe('etcd-snapshot run (sidecar as a process, real etcd, steady writes)', (
       expect((await fetch(`${url}/snapshot/full?final=maybe`)).status).toBe(400);
       expect((await fetch(`${url}/snapshot/full?path=/etc/passwd`)).status).toBe(400);
       expect((await fetch(`${url}/../../etc/passwd`)).status).toBe(404);
+      // every metric docs/sidecar.md lists, of the components this sidecar runs, with its documented type
       const metrics = await (await fetch(`${url}/metrics`)).text();
-      for (const name of [
-        'etcdbr_snapshot_duration_seconds',
-        'etcd_snapshot_spool_deltas',
-        'etcd_snapshot_watch_lag_revisions',
-        'process_resident_memory_bytes',
-      ]) {
-        expect(metrics).toContain(name);
-      }
+      const documented = await documentedMetrics();
+      expect(documented.length).toBeGreaterThan(15);
+      for (const { name, type } of documented.filter(({ name }) => !/k8s|defragmentation|alarms|nospace|_gc_/.test(name)))
+        expect(metrics).toContain(`# TYPE ${name} ${type}`);
+      for (const name of ['process_resident_memory_bytes', 'nodejs_heap_size_used_bytes', 'nodejs_gc_duration_seconds'])
+        expect(metrics).toContain(`# TYPE ${name} `);
 
       expect(await sidecar.stop()).toBe(0);
       sidecar = undefined;
