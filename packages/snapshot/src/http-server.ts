@@ -1,8 +1,8 @@
 import { once } from 'node:events';
-import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { errorMessage, type Logger, OperationError } from '@etcd-steward/core/common';
+import { errorMessage, http, type Logger, OperationError } from '@etcd-steward/core/common';
 import type { Registry } from 'prom-client';
 import { ApiAccess } from './api-access.js';
 import type { Component, ComponentContext, Route, RouteResponse } from './components.js';
@@ -28,7 +28,7 @@ const MAX_BODY_BYTES = 64 * 1024;
  */
 export class HttpServer implements Component {
   readonly name = 'http-server';
-  private server?: http.Server;
+  private server?: Server;
   private readonly table = new Map<string, Route>();
   private readonly registry: Registry;
   private readonly logger: Logger;

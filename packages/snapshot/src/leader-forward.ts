@@ -1,6 +1,6 @@
-import http, { type IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import https from 'node:https';
-import { errorMessage } from '@etcd-steward/core/common';
+import { errorMessage, http } from '@etcd-steward/core/common';
 import type { RouteResponse } from './components.js';
 import type { Leadership } from './leadership.js';
 

@@ -14,6 +14,7 @@ export * from './free-port.js';
 export * from './fsync-path.js';
 export * from './logger.js';
 export * from './memory-bound.js';
+export * from './node-http.js';
 export * from './ordered-prefetch.js';
 export * from './progress.js';
 export * from './protobuf-wire.js';

@@ -1,11 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import http from 'node:http';
 import https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { OperationError } from '../common/errors.js';
 import { freePort } from '../common/free-port.js';
+import { http } from '../common/node-http.js';
 import type { EtcdBinaries } from './etcd-binaries.js';
 
 /** One etcd member run as a child process on loopback. */

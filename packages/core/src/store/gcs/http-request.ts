@@ -1,5 +1,6 @@
-import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { http } from '../../common/node-http.js';
 
 /**
  * One HTTP request with a small answer, for the resumable upload's chunks. node:http writes a Buffer body to
@@ -12,7 +13,7 @@ export interface SmallResponse {
   text: string;
 }
 
-const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
+const agents = { http: new http.Agent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
 
 export function sendRequest(
   url: string,
@@ -20,7 +21,7 @@ export function sendRequest(
 ): Promise<SmallResponse> {
   const target = new URL(url);
   const secure = target.protocol === 'https:';
-  const send = secure ? httpsRequest : httpRequest;
+  const send = secure ? httpsRequest : http.request;
   const body = options.body ?? Buffer.alloc(0);
   return new Promise((resolve, reject) => {
     const req = send(

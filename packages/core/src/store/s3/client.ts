@@ -1,7 +1,7 @@
-import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { S3Client } from '@aws-sdk/client-s3';
 import { UsageError } from '../../common/errors.js';
+import { http } from '../../common/node-http.js';
 import { RotatingCredentials, readCredentials } from '../credential-files.js';
 import { AWS_CREDENTIAL_ENV, AWS_CREDENTIAL_FIELDS, type S3Config } from './config.js';
 
@@ -25,7 +25,7 @@ export function createS3Client(config: S3Config, env: NodeJS.ProcessEnv = proces
       connectionTimeout: Math.min(10_000, config.transfer.timeoutMs),
       requestTimeout: config.transfer.timeoutMs,
       throwOnRequestTimeout: true, // without it, the SDK only warns and keeps waiting
-      httpAgent: new HttpAgent(agentOptions),
+      httpAgent: new http.Agent(agentOptions),
       httpsAgent: new HttpsAgent({
         ...agentOptions,
         ...(config.tls.ca && { ca: config.tls.ca }),
