@@ -183,6 +183,20 @@ export class BboltReader {
     return overflow === 0 ? first : this.read(id * pageSize, (overflow + 1) * pageSize);
   }
 
+  /**
+   * Pages `first` to `first + count - 1` in one read, into `into` (at least that long): for a reader that needs many
+   * pages close together, where a read per page costs a disk seek each once the page cache cannot keep the db.
+   */
+  pagesInto(into: Buffer, first: number, count: number): Buffer {
+    const { pageSize, pgid } = this.meta;
+    if (first + count > pgid)
+      throw new IntegrityError(`bbolt page ${first + count - 1} is past the end (${pgid} pages)`);
+    const length = count * pageSize;
+    const n = readSync(this.fd, into, 0, length, first * pageSize);
+    if (n < length) throw new IntegrityError(`the db is truncated at byte ${first * pageSize + n}`);
+    return into.subarray(0, length);
+  }
+
   /** Every element of a bucket, in key order. */
   *elements(bucket: BucketValue): Generator<LeafElement> {
     for (const leaf of this.leaves(bucket)) yield* leafElements(leaf.page);

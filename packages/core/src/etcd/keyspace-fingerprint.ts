@@ -20,20 +20,39 @@ export interface FingerprintedKey {
 }
 
 /**
- * The fingerprint's digest, fed one key at a time in key order: each field length-prefixed, so that no two
- * keyspaces hash alike by shifting bytes between fields. Whoever reads the keyspace (etcd over gRPC, or a db
- * file directly) feeds it here, so both give the same fingerprint.
+ * One key's own digest: sha256 over its fields, each length-prefixed, so that no two keys hash alike by shifting
+ * bytes between fields.
+ */
+export function keyDigest(kv: FingerprintedKey): Buffer {
+  const hash = createHash('sha256');
+  for (const field of [kv.key, kv.value, kv.createRevision, kv.modRevision, kv.version]) {
+    const bytes = Buffer.isBuffer(field) ? field : Buffer.from(String(field));
+    hash.update(`${bytes.length}:`).update(bytes);
+  }
+  return hash.digest();
+}
+
+/** The length of a key's digest (sha256). */
+export const KEY_DIGEST_BYTES = 32;
+
+/**
+ * The fingerprint's digest: sha256 over each key's digest (keyDigest), fed in key order. Whoever reads the
+ * keyspace (etcd over gRPC, or a db file directly) feeds it here, so both give the same fingerprint. A digest per
+ * key lets a db file's reader take the keys in the file's order, which is not key order, and feed their digests in
+ * key order after (validation/live-row-digests.ts).
  */
 export class FingerprintHash {
   private readonly hash: Hash = createHash('sha256');
   keys = 0;
 
   add(kv: FingerprintedKey): void {
-    for (const field of [kv.key, kv.value, kv.createRevision, kv.modRevision, kv.version]) {
-      const bytes = Buffer.isBuffer(field) ? field : Buffer.from(String(field));
-      this.hash.update(`${bytes.length}:`).update(bytes);
-    }
-    this.keys++;
+    this.addDigests(keyDigest(kv));
+  }
+
+  /** The digests of the next keys in key order, one after another. */
+  addDigests(digests: Buffer): void {
+    this.hash.update(digests);
+    this.keys += digests.length / KEY_DIGEST_BYTES;
   }
 
   digest(revision: number): KeyspaceFingerprint {
@@ -42,8 +61,8 @@ export class FingerprintHash {
 }
 
 /**
- * sha256 over every key in key order with its value, create and mod revision and version, read at one
- * revision in pages (a single range over a large keyspace would pass gRPC's message limit).
+ * sha256 over the digests of every key in key order, each over the key, its value, create and mod revision and
+ * version, read at one revision in pages (a single range over a large keyspace would pass gRPC's message limit).
  */
 export async function keyspaceFingerprint(client: Etcd3, atRevision?: number): Promise<KeyspaceFingerprint> {
   const hash = new FingerprintHash();

@@ -4,8 +4,8 @@ import { storeRevision } from '../bbolt/db-file-revision.js';
 import { isTombstoneKey, mainRevision } from '../bbolt/revision-key.js';
 import { IntegrityError } from '../common/errors.js';
 import { collectGarbage } from '../common/memory-bound.js';
-import { ProtoCursor } from '../common/protobuf-wire.js';
-import { type FingerprintedKey, FingerprintHash, type KeyspaceFingerprint } from '../etcd/keyspace-fingerprint.js';
+import { FingerprintHash, type KeyspaceFingerprint } from '../etcd/keyspace-fingerprint.js';
+import { keyValue, LiveRowDigests } from './live-row-digests.js';
 import { NewestRows } from './newest-rows.js';
 
 export interface DbKeyspace {
@@ -24,8 +24,8 @@ const PAGES_PER_COLLECTION = 256;
  * The keyspace an etcd db holds, read from the file without etcd (docs/etcd-formats.md §3.2): the `key`
  * bucket's rows, in revision order, give each key its newest row — a put (an mvccpb.KeyValue) or a tombstone —
  * and the live keys, in key order, are fingerprinted exactly as `keyspaceFingerprint` fingerprints what etcd
- * serves at the db's revision. Pages are read one at a time; the key index is bounded (NewestRows), so memory
- * does not grow with the db. `tmpDir` takes the index's sorted runs when it outgrows `memoryBudget`.
+ * serves at the db's revision, their rows' pages read again in batches sorted by page (LiveRowDigests). The key
+ * index is bounded (NewestRows), so memory does not grow with the db. `tmpDir` takes the index's sorted runs when it outgrows `memoryBudget`.
  */
 export function dbKeyspace(path: string, options: KeyspaceOptions): DbKeyspace {
   const keyspace = new KeyspaceReader(options);
@@ -49,13 +49,15 @@ export interface KeyspaceOptions {
   tmpDir: string;
   earlierRevision?: number;
   memoryBudget?: number;
+  /** Live rows whose pages are read at a time (LiveRowDigests); tests make it small. */
+  digestBatch?: number;
 }
 
 /**
  * dbKeyspace in two steps, for a caller that reads the `key` bucket's leaves anyway (etcd-validate's full
  * check: checkBboltTree's `onLeaf`): each leaf is given to `addLeaf` in key order, then `finish` reads the
- * live keys' pages again in key order. Saves one read of the db, which counts under a memory limit smaller
- * than the db, where the page cache cannot keep it.
+ * live keys' pages again. Saves one read of the db, which counts under a memory limit smaller than the db, where
+ * the page cache cannot keep it.
  */
 export class KeyspaceReader {
   private readonly rows: NewestRows;
@@ -90,16 +92,18 @@ export class KeyspaceReader {
       const reader = new BboltReader(fd);
       const revision = storeRevision(reader);
       const hash = new FingerprintHash();
+      const digests = new LiveRowDigests(
+        reader,
+        this.inline,
+        (batch) => hash.addDigests(batch),
+        this.options.digestBatch,
+      );
       let keysAtEarlier = 0;
-      let cached: { id: number | undefined; page: Buffer } = { id: undefined, page: this.inline ?? Buffer.alloc(0) };
       for (const row of this.rows.inKeyOrder()) {
         if (row.liveAtEarlier) keysAtEarlier++;
-        if (row.tombstone) continue;
-        if (row.page !== cached.id) cached = { id: row.page, page: reader.page(row.page as number) };
-        const element = leafElements(cached.page)[row.element];
-        hash.add(keyValue(element.value, row.page, row.element));
-        if (++this.pages % PAGES_PER_COLLECTION === 0) collectGarbage('minor');
+        if (!row.tombstone) digests.add(row.page, row.element);
       }
+      digests.flush();
       return {
         fingerprint: hash.digest(revision),
         ...(this.options.earlierRevision === undefined ? {} : { keysAtEarlier }),
@@ -117,35 +121,4 @@ export class KeyspaceReader {
 /** The user key of a `key` bucket row (mvccpb.KeyValue field 1, which a tombstone's row holds too). */
 export function userKey(value: Buffer, page: number | undefined, element: number): Buffer {
   return keyValue(value, page, element).key;
-}
-
-/**
- * A `key` bucket row's mvccpb.KeyValue: key 1, create_revision 2, mod_revision 3, version 4, value 5 (lease 6 is
- * not fingerprinted); every row, a tombstone's too, holds a key.
- */
-function keyValue(value: Buffer, page: number | undefined, element: number): FingerprintedKey {
-  const kv: FingerprintedKey = {
-    key: Buffer.alloc(0),
-    value: Buffer.alloc(0),
-    createRevision: 0,
-    modRevision: 0,
-    version: 0,
-  };
-  try {
-    for (const c = new ProtoCursor(value); c.next(); ) {
-      if (c.field === 1 && c.wire === 2) kv.key = c.bytes();
-      else if (c.field === 5 && c.wire === 2) kv.value = c.bytes();
-      else if (c.field === 2 && c.wire === 0) kv.createRevision = c.value;
-      else if (c.field === 3 && c.wire === 0) kv.modRevision = c.value;
-      else if (c.field === 4 && c.wire === 0) kv.version = c.value;
-    }
-  } catch (err) {
-    throw new IntegrityError(
-      `the "key" bucket row ${element} on bbolt page ${page ?? 'inline'} is not a KeyValue: ${(err as Error).message}`,
-    );
-  }
-  if (kv.key.length === 0) {
-    throw new IntegrityError(`the "key" bucket row ${element} on bbolt page ${page ?? 'inline'} holds no key`);
-  }
-  return kv;
 }
