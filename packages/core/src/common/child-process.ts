@@ -69,7 +69,8 @@ export interface ChildOptions {
 export function runChild<T>(options: ChildOptions, request: unknown): Promise<T> {
   return new Promise((resolve, reject) => {
     const { signal } = options;
-    if (signal?.aborted && options.stop === 'kill') {
+    // stopped before it started: no child to ask or to kill
+    if (signal?.aborted) {
       reject(signal.reason);
       return;
     }
