@@ -1,13 +1,7 @@
 import { cp, mkdir, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import {
-  freePort,
-  type KeyspaceFingerprint,
-  keyspaceFingerprint,
-  LocalStore,
-  takeFullSnapshot,
-} from '@etcd-steward/core';
-import { withMember, writeWorkload } from '@etcd-steward/testing';
+import { freePort, type KeyspaceFingerprint } from '@etcd-steward/core';
+import { withBackedUpMember, withMember, writeWorkload } from '@etcd-steward/testing';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { damageKeyLeaf } from './data-dir-damage.js';
 import { runProgram } from './run-program.js';
@@ -25,16 +19,9 @@ describe('the sidecar initializes the data dir (etcd-snapshot run, no etcd runni
   let sidecar: SidecarProcess | undefined;
 
   beforeAll(async () => {
-    stored = await withMember(path('good', 'data'), async (client, endpoint) => {
-      await writeWorkload(client, { keys: 400, valueSize: 200 });
-      await takeFullSnapshot({
-        connection: { endpoints: [endpoint] },
-        store: new LocalStore(path('store')),
-        compression: 'none',
-        tempDir: path(),
-      });
-      return keyspaceFingerprint(client);
-    });
+    stored = await withBackedUpMember(path('good', 'data'), path('store'), (client) =>
+      writeWorkload(client, { keys: 400, valueSize: 200 }),
+    );
     await mkdir(path('empty-store'));
   });
 

@@ -1,14 +1,7 @@
 import { cp, mkdir, readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import {
-  type BootstrapResult,
-  freePort,
-  type KeyspaceFingerprint,
-  keyspaceFingerprint,
-  LocalStore,
-  takeFullSnapshot,
-} from '@etcd-steward/core';
-import { fingerprintRestored, withMember, writeWorkload } from '@etcd-steward/testing';
+import { type BootstrapResult, freePort, type KeyspaceFingerprint } from '@etcd-steward/core';
+import { fingerprintRestored, withBackedUpMember, withMember, writeWorkload } from '@etcd-steward/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { xorByte } from './data-dir-damage.js';
 import { runProgram } from './run-program.js';
@@ -28,15 +21,8 @@ describe('etcd-validate bootstrap (the built program, one member)', () => {
   beforeAll(async () => {
     await withMember(path('stale', 'data'), (client) => writeWorkload(client, { keys: 300, valueSize: 200 }));
     await cp(path('stale'), path('good'), { recursive: true });
-    stored = await withMember(path('good', 'data'), async (client, endpoint) => {
+    stored = await withBackedUpMember(path('good', 'data'), path('store'), async (client) => {
       for (let i = 0; i < 100; i++) await client.put(`/later/${i}`).value('v'.repeat(100));
-      await takeFullSnapshot({
-        connection: { endpoints: [endpoint] },
-        store: new LocalStore(path('store')),
-        compression: 'none',
-        tempDir: path(),
-      });
-      return keyspaceFingerprint(client);
     });
     storeUrl = `file://${path('store')}`;
     await mkdir(path('empty-store'));

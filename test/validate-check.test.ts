@@ -1,16 +1,8 @@
 import { closeSync, openSync } from 'node:fs';
 import { cp, open, readdir, readFile, rename, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import {
-  BboltReader,
-  type DataDirReport,
-  decodeWalSegment,
-  freePort,
-  LocalStore,
-  listWalSegments,
-  takeFullSnapshot,
-} from '@etcd-steward/core';
-import { withMember, writeWorkload } from '@etcd-steward/testing';
+import { BboltReader, type DataDirReport, decodeWalSegment, freePort, listWalSegments } from '@etcd-steward/core';
+import { withBackedUpMember, withMember, writeWorkload } from '@etcd-steward/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { damageKeyLeaf, xorByte } from './data-dir-damage.js';
 import { runProgram } from './run-program.js';
@@ -32,16 +24,11 @@ describe('etcd-validate check (the built program, data dirs of a real etcd)', ()
     );
     await cp(path('stale'), path('good'), { recursive: true });
     // The member runs on: more writes, then a full snapshot that the stale copy is behind.
-    await withMember(
+    await withBackedUpMember(
       path('good', 'data'),
-      async (client, endpoint) => {
+      path('store'),
+      async (client) => {
         for (let i = 0; i < 150; i++) await client.put(`/later/${i}`).value('v'.repeat(100));
-        await takeFullSnapshot({
-          connection: { endpoints: [endpoint] },
-          store: new LocalStore(path('store')),
-          compression: 'none',
-          tempDir: path(),
-        });
       },
       snapshotEvery,
     );

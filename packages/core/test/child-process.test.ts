@@ -38,6 +38,7 @@ describe('runChild (a real child process)', () => {
       pids,
       options: {
         entry,
+        execArgv: [],
         name: 'the child',
         logger: silentLogger,
         signal,

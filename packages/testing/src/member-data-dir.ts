@@ -1,6 +1,14 @@
 import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { createEtcdClient, EtcdProcess, findEtcdBinaries } from '@etcd-steward/core';
+import {
+  createEtcdClient,
+  EtcdProcess,
+  findEtcdBinaries,
+  type KeyspaceFingerprint,
+  keyspaceFingerprint,
+  LocalStore,
+  takeFullSnapshot,
+} from '@etcd-steward/core';
 import type { Etcd3 } from 'etcd3';
 import { checkEtcdUnderTest } from './etcd-versions.js';
 
@@ -33,4 +41,30 @@ export async function withMember<T>(
     client?.close();
     await member.stop();
   }
+}
+
+/**
+ * withMember, then a full snapshot (uncompressed) of what `work` wrote, into a local store at `storeDir`: a data
+ * dir and its backup, for checks that hold one against the other. Returns the keyspace the snapshot holds.
+ */
+export async function withBackedUpMember(
+  dataDir: string,
+  storeDir: string,
+  work: (client: Etcd3) => Promise<unknown>,
+  extraArgs: string[] = [],
+): Promise<KeyspaceFingerprint> {
+  return withMember(
+    dataDir,
+    async (client, endpoint) => {
+      await work(client);
+      await takeFullSnapshot({
+        connection: { endpoints: [endpoint] },
+        store: new LocalStore(storeDir),
+        compression: 'none',
+        tempDir: dirname(storeDir),
+      });
+      return keyspaceFingerprint(client);
+    },
+    extraArgs,
+  );
 }
