@@ -131,10 +131,10 @@ export function bucketHeader(bucket: BucketValue): Buffer {
   return bucket.inline ? Buffer.concat([header, bucket.inline]) : header;
 }
 
-/** Reads a bbolt file by page, with positional reads: memory holds the pages being looked at, not the file. */
 /** Pages a sequential walk reads at once. */
 const WINDOW_PAGES = 32;
 
+/** Reads a bbolt file by page, with positional reads: memory holds the pages being looked at, not the file. */
 export class BboltReader {
   /** The meta bbolt opens with: the valid one of the two with the higher txid (docs/etcd-formats.md §2.2). */
   readonly meta: BboltMeta;

@@ -25,7 +25,8 @@ const PAGES_PER_COLLECTION = 256;
  * bucket's rows, in revision order, give each key its newest row — a put (an mvccpb.KeyValue) or a tombstone —
  * and the live keys, in key order, are fingerprinted exactly as `keyspaceFingerprint` fingerprints what etcd
  * serves at the db's revision, their rows' pages read again in batches sorted by page (LiveRowDigests). The key
- * index is bounded (NewestRows), so memory does not grow with the db. `tmpDir` takes the index's sorted runs when it outgrows `memoryBudget`.
+ * index is bounded (NewestRows), so memory does not grow with the db. `tmpDir` takes the index's sorted runs when
+ * it outgrows `memoryBudget`.
  */
 export function dbKeyspace(path: string, options: KeyspaceOptions): DbKeyspace {
   const keyspace = new KeyspaceReader(options);
