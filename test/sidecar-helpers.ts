@@ -245,9 +245,9 @@ export function startWriter(
 const TRANSIENT_ETCD_ERROR = /request timed out|leader changed|no leader|too many requests|UNAVAILABLE|circuit breaker/;
 
 /**
- * What is wrong with the store's delta chain, as sentences (empty when nothing): every delta must start
- * right after the previous delta or right after a full snapshot taken since, never overlap the previous one,
- * and the first delta after the newest full snapshot must start right after it.
+ * What is wrong with a store's chain as the sidecar writes it: deltas, in revision order, each start right after the
+ * previous one (or right after a full snapshot, where the chain started again), and the first delta past the newest
+ * full snapshot starts no later than right after it (it may go on through it).
  */
 export function chainProblems(entries: readonly CatalogEntry[]): string[] {
   const problems: string[] = [];
@@ -265,10 +265,26 @@ export function chainProblems(entries: readonly CatalogEntry[]): string[] {
   }
   const newest = newestFull(entries);
   const first = deltas.find((d) => newest && d.lastRevision > newest.lastRevision);
-  if (newest && first && first.startRevision !== newest.lastRevision + 1) {
-    problems.push(`${first.name} does not start right after the newest full snapshot ${newest.name}`);
+  if (newest && first && first.startRevision > newest.lastRevision + 1) {
+    problems.push(`${first.name} leaves a gap after the newest full snapshot ${newest.name}`);
   }
   return problems;
+}
+
+/** The revisions after the oldest full snapshot that no delta holds, as `from..to` ranges. */
+export function deltaGaps(entries: readonly CatalogEntry[]): string[] {
+  const oldest = entries.filter((e) => e.kind === 'Full').sort((a, b) => a.lastRevision - b.lastRevision)[0];
+  if (!oldest) return [];
+  const head = Math.max(...entries.map((e) => e.lastRevision));
+  const deltas = entries.filter((e) => e.kind === 'Incr').sort((a, b) => a.startRevision - b.startRevision);
+  const gaps: string[] = [];
+  let covered = oldest.lastRevision;
+  for (const d of deltas) {
+    if (d.startRevision > covered + 1) gaps.push(`${covered + 1}..${d.startRevision - 1}`);
+    covered = Math.max(covered, d.lastRevision);
+  }
+  if (covered < head) gaps.push(`${covered + 1}..${head}`);
+  return gaps;
 }
 
 function newestFull(entries: readonly CatalogEntry[]): CatalogEntry | undefined {

@@ -46,6 +46,12 @@ await programArgs('etcd-restore')
           describe:
             'Restore the state at this moment (RFC 3339, to the nanosecond), by the times recorded with the delta events; not after the newest snapshot',
         })
+        .option('fork', {
+          type: 'boolean',
+          default: false,
+          describe:
+            "The restored member goes on with this store (a restore to an earlier revision): once the restore is in place, set the store's snapshots past the restored revision aside under forks/ (never deleted), so that the store holds the history the cluster continues",
+        })
         .option('allow-partial', {
           type: 'boolean',
           default: false,
@@ -103,6 +109,7 @@ await programArgs('etcd-restore')
           ...settings,
           store: args.store,
           encryptionKeyFile: args['encryption-key-file'],
+          fork: args.fork,
           logger,
           signal,
         });

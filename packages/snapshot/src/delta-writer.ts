@@ -2,11 +2,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Backoff, collectGarbage, errorMessage, type Logger } from '@etcd-steward/core/common';
 import { type EtcdConnection, memberStatus, WatchCompactedError, watchRevisions } from '@etcd-steward/core/etcd';
 import type { CompressionPolicy, DeltaEvent } from '@etcd-steward/core/format';
-import { trimDelta } from './delta-trim.js';
 import { OpenDelta } from './open-delta.js';
 import { Serial } from './serial.js';
 import type { SnapshotMetrics } from './snapshot-metrics.js';
-import { isSpooledFull, type Spool, type SpooledDelta } from './spool.js';
+import type { Spool, SpooledDelta } from './spool.js';
 
 export interface DeltaWriterOptions {
   /** This sidecar's own member: the watch reads from it. */
@@ -106,17 +105,18 @@ export class DeltaWriter {
   }
 
   /**
-   * A full snapshot at `revision` now covers the chain up to there. The watch went on while it was taken, so
-   * the spool may hold deltas past it: those it covers go, the one it cuts through is trimmed to start right
-   * after it, so the next delta in the store starts exactly at revision + 1.
+   * A full snapshot at `revision` is in the store. The deltas go on as they were: the one it cuts through is
+   * uploaded whole, so that every revision stays in a delta and an older full snapshot restores past this one
+   * (restore, and ebr, skip a first delta's events the full snapshot already holds). Only where there is no chain
+   * of deltas to continue, none yet or one etcd compacted away (`restart`), does the chain start after it.
    */
-  coverThrough(revision: number): Promise<void> {
-    return this.local.run(() => this.cover(revision));
+  coverThrough(revision: number, restart: boolean): Promise<void> {
+    return this.local.run(() => this.cover(revision, restart));
   }
 
-  /** Waits (at most `ms`) until the watch has delivered etcd's current revision. */
-  async catchUp(ms: number): Promise<void> {
-    const target = (await memberStatus(this.options.connection, { timeoutMs: 5_000 })).revision;
+  /** Waits (at most `ms`) until the watch has delivered `revision`, by default etcd's current one. */
+  async catchUp(ms: number, revision?: number): Promise<void> {
+    const target = revision ?? (await memberStatus(this.options.connection, { timeoutMs: 5_000 })).revision;
     const deadline = Date.now() + ms;
     while (this.position < target && Date.now() < deadline) await sleep(50);
   }
@@ -247,38 +247,13 @@ export class DeltaWriter {
     }
   }
 
-  private async cover(revision: number): Promise<void> {
-    const { spool } = this.options;
-    // What the open delta holds goes to the spool, to be trimmed with the rest; when the spool has no room, it goes,
-    // and its events after the snapshot come again from etcd.
-    if (this.open && !(await this.flushOpen())) await this.rewatch();
-    for (const delta of spool.list()) {
-      if (delta.lastRevision <= revision) {
-        await spool.remove(delta);
-      } else if (delta.startRevision <= revision && !isSpooledFull(delta)) {
-        try {
-          const trimmed = await trimDelta(spool, delta, revision, this.options.compression);
-          this.logger.info('trimmed a spooled delta to start after the full snapshot', {
-            from: delta.name,
-            to: trimmed.name,
-          });
-        } catch (err) {
-          // Its revisions are still in etcd: forget it and what follows, and watch them again.
-          this.logger.warn('cannot trim a spooled delta; reading its revisions from etcd again', {
-            delta: delta.name,
-            reason: errorMessage(err),
-          });
-          for (const later of spool.list().filter((d) => d.id >= delta.id)) await spool.remove(later);
-          this.chainHead = revision;
-          await this.rewatch();
-          return;
-        }
-      }
-    }
-    if (revision > this.chainHead) {
-      this.chainHead = revision;
-      // With no chain to write to before this snapshot, the watch read on without writing: it starts over after it.
-      if (this.watchedRevision > revision) await this.rewatch();
-    }
+  private async cover(revision: number, restart: boolean): Promise<void> {
+    if (revision <= this.chainHead || (this.chainHead > 0 && !restart)) return;
+    // What the open delta holds continues the chain before this snapshot: it goes to the spool, and what the spool
+    // holds is uploaded as it is. When the spool has no room, its revisions are etcd's to give again, if it still can.
+    if (this.open && !(await this.flushOpen())) await this.discardOpen();
+    this.chainHead = revision;
+    // With no chain to write to before this snapshot, the watch read on without writing: it starts over after it.
+    if (this.watchedRevision > revision || restart) await this.rewatch();
   }
 }

@@ -38,8 +38,8 @@ export interface FullSnapshotsOptions {
   signal: AbortSignal;
   /** Uploads what the spool holds now (not what comes while it runs). */
   drainSpool(): Promise<void>;
-  /** The chain is covered up to `revision` now: the spool and the watch go on after it. */
-  coverThrough(revision: number): Promise<void>;
+  /** A full snapshot at `revision` is in the store; `restart`: the deltas cannot go on through it (etcd compacted). */
+  coverThrough(revision: number, restart: boolean): Promise<void>;
   /** A full snapshot is in the store now. */
   onStored(ref: SnapshotRef): void;
 }
@@ -99,7 +99,7 @@ export class FullSnapshots {
       compactRevision: err.compactRevision,
     });
     try {
-      await this.options.serial.run(() => this.take(false));
+      await this.options.serial.run(() => this.take(false, true));
     } catch (fullErr) {
       this.logger.error('full snapshot after compaction failed; trying again', { reason: errorMessage(fullErr) });
       await sleep(FULL_RETRY_MS, undefined, { signal: this.options.signal }).catch(() => {});
@@ -113,8 +113,11 @@ export class FullSnapshots {
     this.options.onStored(ref);
   }
 
-  /** Takes a full snapshot into the store. Runs in the term's store queue. */
-  async take(final: boolean): Promise<SavedFullSnapshot> {
+  /**
+   * Takes a full snapshot into the store. Runs in the term's store queue. `restart`: the chain of deltas broke off
+   * (etcd compacted what it needs), and starts again after this snapshot.
+   */
+  async take(final: boolean, restart = false): Promise<SavedFullSnapshot> {
     this.options.signal.throwIfAborted();
     try {
       // Keeps the chain before this full snapshot whole, when the store allows. Only what is spooled now: deltas
@@ -150,7 +153,7 @@ export class FullSnapshots {
     metrics.saved('Full', saved.revision, saved.ref.createdAt, saved.durationMs / 1000, saved.storedSize);
     metrics.latestDeltas.set(0);
     metrics.latestDeltaRevisions.set(0);
-    await this.options.coverThrough(saved.revision);
+    await this.options.coverThrough(saved.revision, restart);
     return saved;
   }
 

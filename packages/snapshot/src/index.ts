@@ -1,6 +1,5 @@
 export * from './components.js';
 export * from './cron-schedule.js';
-export * from './delta-trim.js';
 export * from './delta-writer.js';
 export * from './ebr-json.js';
 export * from './fenced-store.js';

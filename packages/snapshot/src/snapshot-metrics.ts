@@ -13,6 +13,8 @@ export interface SnapshotterGauges {
   deltaRequired(): boolean;
   /** false while the store cannot be reached (the term cannot start, or uploads fail). */
   storeReachable(): boolean;
+  /** true while the sidecar refuses to write: the store holds a history etcd does not continue. */
+  historyRefused(): boolean;
 }
 
 /** A snapshot now in the store, as the snapshotter reports it to its metrics and to whoever listens. */
@@ -38,6 +40,7 @@ export class SnapshotMetrics {
   readonly deltaLag: Histogram;
   readonly compacted: Counter;
   readonly resyncs: Counter;
+  readonly historyForks: Counter;
   private readonly listeners = new Set<(saved: SavedSnapshot) => void>();
 
   constructor(registry: Registry, gauges: () => SnapshotterGauges | undefined) {
@@ -111,6 +114,11 @@ export class SnapshotMetrics {
       help: "Times the snapshotter restarted its chain from the store's newest snapshot (the store changed under it).",
       registers,
     });
+    this.historyForks = new Counter({
+      name: 'etcd_snapshot_history_forks_total',
+      help: "Times etcd's history left the store's (a restore to an earlier revision): the store's later snapshots were set aside under forks/ and a full snapshot taken.",
+      registers,
+    });
     const live = (name: string, help: string, read: (g: SnapshotterGauges) => number | undefined) =>
       new Gauge({
         name,
@@ -125,6 +133,11 @@ export class SnapshotMetrics {
       });
     live('etcd_snapshot_store_reachable', '1 while the store answers, 0 while it cannot be reached.', (g) =>
       g.storeReachable() ? 1 : 0,
+    );
+    live(
+      'etcd_snapshot_history_refused',
+      "1 while the sidecar writes nothing because the store holds a history etcd does not continue (another cluster's, or a new cluster's store).",
+      (g) => (g.historyRefused() ? 1 : 0),
     );
     live(
       'etcd_snapshot_spool_deltas',

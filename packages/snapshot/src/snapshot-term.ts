@@ -1,4 +1,4 @@
-import type { SavedFullSnapshot } from '@etcd-steward/core/backup';
+import { ForeignHistoryError, type SavedFullSnapshot } from '@etcd-steward/core/backup';
 import { errorMessage, type Logger, OperationError } from '@etcd-steward/core/common';
 import type { EtcdConnection } from '@etcd-steward/core/etcd';
 import { type CompressionPolicy, parseSnapshotName, type SnapshotRef } from '@etcd-steward/core/format';
@@ -38,8 +38,8 @@ export interface SnapshotTermOptions {
  * The snapshots of one leadership term: full snapshots on the schedule (FullSnapshots), and deltas from a watch
  * of the whole keyspace written to the spool (DeltaWriter) and uploaded from there in order (SpoolUploader), on a
  * chain that starts from what the store holds (StoreChain). `serial` keeps what writes the store from
- * interleaving: uploads, full snapshots, resynchronisation. The watch goes on while a full snapshot is taken;
- * the delta that snapshot cuts through is then trimmed.
+ * interleaving: uploads, full snapshots, resynchronisation. The watch goes on while a full snapshot is taken,
+ * and the deltas go on through it: every revision is in a delta, whichever full snapshot a restore starts from.
  */
 export class SnapshotTerm {
   private readonly serial = new Serial();
@@ -65,8 +65,11 @@ export class SnapshotTerm {
       ...options,
       serial,
       signal,
-      storeHead: () => this.storeChain.head(),
-      resync: () => this.storeChain.resync(),
+      storeHeads: () => this.storeChain.heads(),
+      resync: async () => {
+        await this.storeChain.resync();
+        if (this.storeChain.forked) this.fulls.baseLost();
+      },
       onFullStored: (ref) => this.fulls.stored(ref),
     });
     this.fulls = new FullSnapshots({
@@ -74,7 +77,7 @@ export class SnapshotTerm {
       serial,
       signal,
       drainSpool: () => this.uploader.drain(options.spool.last()?.id ?? 0),
-      coverThrough: (revision) => this.writer.coverThrough(revision),
+      coverThrough: (revision, restart) => this.writer.coverThrough(revision, restart),
       onStored: (ref) => {
         this.storeChain.lastFull = ref;
       },
@@ -85,6 +88,8 @@ export class SnapshotTerm {
     try {
       await this.serial.run(() => this.storeChain.resync());
     } catch (err) {
+      // A store that holds another history is not a store that does not answer: nothing goes to it, not even later.
+      if (err instanceof ForeignHistoryError) throw err;
       await this.startInSpool(err);
       this.fulls.armNext();
       this.startDeltas();
@@ -92,11 +97,13 @@ export class SnapshotTerm {
     }
     this.options.state.fullTooLargeToSpool = false;
     const { lastFull } = this.storeChain;
-    const due = this.options.schedule.dueAtStart(
-      lastFull && { createdAt: lastFull.createdAt, final: lastFull.final },
-      this.options.state.lastFullFailed,
-      new Date(),
-    );
+    const due = this.storeChain.forked
+      ? "etcd's history left the store's"
+      : this.options.schedule.dueAtStart(
+          lastFull && { createdAt: lastFull.createdAt, final: lastFull.final },
+          this.options.state.lastFullFailed,
+          new Date(),
+        );
     this.options.state.fullRequired = due !== undefined;
     if (due) {
       this.logger.info('taking a full snapshot at start-up', { reason: due });
@@ -154,28 +161,38 @@ export class SnapshotTerm {
     this.fulls.stop();
     this.uploader.stop();
     if (finish) {
-      try {
-        if (this.writer.active) await this.writer.catchUp(finish.catchUpMs);
-        await this.writer.flush();
-        await this.serial.run(() => this.uploader.drain());
-      } catch (err) {
-        this.logger.warn('at shutdown, deltas not yet uploaded stay in the spool for the next start', {
-          reason: errorMessage(err),
-          spooled: this.options.spool.depth,
-        });
-      }
+      await this.finishDeltas(finish.catchUpMs);
       if (finish.final) {
-        await this.serial
-          .run(() => this.fulls.take(true))
-          .catch((err) => {
-            this.logger.error('final full snapshot failed', { reason: errorMessage(err) });
-          });
+        try {
+          const saved = await this.serial.run(() => this.fulls.take(true));
+          // The deltas go on through the final full snapshot too, so that it holds no revision of its own.
+          await this.finishDeltas(finish.catchUpMs, saved.revision);
+        } catch (err) {
+          this.logger.error('final full snapshot failed', { reason: errorMessage(err) });
+        }
       }
     }
     this.term.abort(new Error('the snapshotter stopped'));
     await this.writer.watchEnded();
     await this.serial.run(async () => {});
     await this.writer.discard();
+  }
+
+  /**
+   * At shutdown: lets the watch reach `revision` (etcd's current one by default), writes what it holds as a last
+   * delta and uploads the spool; what cannot be uploaded stays in the spool for the next start.
+   */
+  private async finishDeltas(catchUpMs: number, revision?: number): Promise<void> {
+    try {
+      if (this.writer.active) await this.writer.catchUp(catchUpMs, revision);
+      await this.writer.flush();
+      await this.serial.run(() => this.uploader.drain());
+    } catch (err) {
+      this.logger.warn('at shutdown, deltas not yet uploaded stay in the spool for the next start', {
+        reason: errorMessage(err),
+        spooled: this.options.spool.depth,
+      });
+    }
   }
 
   /** An out-of-schedule full snapshot (HTTP API); see FullSnapshots.trigger. */
@@ -212,6 +229,7 @@ export class SnapshotTerm {
         return Math.max(0, etcd - this.writer.position);
       },
       deltaRequired: () => this.writer.hasOpenDelta || this.options.spool.depth > 0,
+      historyRefused: () => false,
     };
   }
 }

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { SavedFullSnapshot } from '@etcd-steward/core/backup';
+import { ForeignHistoryError, type SavedFullSnapshot } from '@etcd-steward/core/backup';
 import { Backoff, errorMessage, type Logger } from '@etcd-steward/core/common';
 import type { SnapshotRef } from '@etcd-steward/core/format';
 import { cleanupIncompleteUploads, type SnapStore } from '@etcd-steward/core/store';
@@ -53,6 +53,8 @@ export class SnapshotterComponent implements Component {
   private readonly logger: Logger;
   /** false while a term cannot start because the store does not answer; a running term tracks its uploads. */
   private storeReachable = true;
+  /** Why no term can start: the store holds a history etcd does not continue (ForeignHistoryError). */
+  private historyRefused?: string;
 
   constructor(
     private readonly options: SnapshotterComponentOptions,
@@ -67,6 +69,7 @@ export class SnapshotterComponent implements Component {
       watchLagRevisions: () => undefined,
       deltaRequired: () => options.spool.depth > 0,
       storeReachable: () => this.storeReachable,
+      historyRefused: () => this.historyRefused !== undefined,
       ...this.term?.gauges(),
       // The leader's sidecar owes the snapshots; a follower owes none.
       fullRequired: () => options.leadership.role !== 'follower' && this.state.fullRequired,
@@ -91,7 +94,7 @@ export class SnapshotterComponent implements Component {
   }
 
   healthy(): boolean {
-    return this.term?.healthy() ?? this.storeReachable;
+    return this.term?.healthy() ?? (this.storeReachable && this.historyRefused === undefined);
   }
 
   /** The oldest revision this sidecar's deltas still need from etcd's history (a compaction must keep it). */
@@ -163,10 +166,19 @@ export class SnapshotterComponent implements Component {
           // A term that started with its chain in the spool says itself when the store is back.
           if (!this.storeReachable && term.gauges().storeReachable()) this.logger.info('the store is reachable again');
           this.storeReachable = true;
+          this.historyRefused = undefined;
           this.logger.info('taking snapshots: this sidecar leads');
           return;
         } catch (err) {
           await term.stop();
+          if (err instanceof ForeignHistoryError) {
+            // Once until it changes; the store may be fixed (or etcd restored from it) meanwhile.
+            if (this.historyRefused !== err.message)
+              this.logger.error('refusing to take snapshots', { reason: err.message });
+            this.historyRefused = err.message;
+            await backoff.wait(waiting.signal);
+            continue;
+          }
           this.metrics.failures.inc({ error: 'store' });
           // Once per outage. Only when no full snapshot could be spooled (etcd unreachable too, or the spool too
           // small): etcd keeps the changes meanwhile (or a full snapshot covers them, if it compacts).

@@ -5,6 +5,7 @@ import { METADATA_SHA256, type SnapStore } from '@etcd-steward/core/store';
 import type { Serial } from './serial.js';
 import type { SnapshotMetrics } from './snapshot-metrics.js';
 import { isSpooledFull, type Spool, type SpooledDelta } from './spool.js';
+import { type ChainHeads, spoolFit } from './store-chain.js';
 
 export interface SpoolUploaderOptions {
   /** Written to only while this sidecar leads (a FencedStore). */
@@ -18,8 +19,8 @@ export interface SpoolUploaderOptions {
   logger: Logger;
   /** The term's. */
   signal: AbortSignal;
-  /** The store's head, listed again before each upload. */
-  storeHead(): Promise<number>;
+  /** The store's heads, listed again before each upload. */
+  storeHeads(): Promise<ChainHeads>;
   /** Restarts the chain from the store, when a spooled delta does not continue it. */
   resync(): Promise<void>;
   /** A spooled full snapshot is in the store now. */
@@ -31,8 +32,7 @@ const MAX_RETRY_MS = 30_000;
 
 /**
  * Drains the spool into the store in order, oldest first, retrying with backoff while the store fails. Before
- * each upload the store is listed again, and a delta is uploaded only if it starts right after the store's newest
- * snapshot: when the store changed under us (a new leader, a manual snapshot), the chain restarts from what the
+ * each upload the store is listed again, and a delta is uploaded only if it continues the store's chain (spoolFit): when the store changed under us (a new leader, a manual snapshot), the chain restarts from what the
  * store holds and etcd's history (or, if that was compacted, a full snapshot) supplies the rest. Nothing is lost
  * and nothing overlaps.
  */
@@ -100,25 +100,26 @@ export class SpoolUploader {
     const { spool, store, metrics, signal } = this.options;
     for (let delta = spool.first(); delta && delta.id <= lastId; delta = spool.first()) {
       signal.throwIfAborted();
-      const head = await this.options.storeHead();
-      if (delta.lastRevision <= head) {
+      const heads = await this.options.storeHeads();
+      const fit = spoolFit(delta, heads);
+      if (fit === 'covered') {
         // Uploaded just before a crash, or covered by a full snapshot since.
         this.answered();
         await spool.remove(delta);
         continue;
       }
-      if (isSpooledFull(delta)) {
-        await this.uploadFull(delta);
-        continue;
-      }
-      if (delta.startRevision !== head + 1) {
+      if (fit === 'gap') {
         this.logger.warn("a spooled delta does not continue the store's chain; restarting the chain from the store", {
           delta: delta.name,
-          storeRevision: head,
+          storeRevision: heads.head,
         });
         metrics.resyncs.inc();
         await this.options.resync();
         return;
+      }
+      if (isSpooledFull(delta)) {
+        await this.uploadFull(delta);
+        continue;
       }
       const started = Date.now();
       try {

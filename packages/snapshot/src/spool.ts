@@ -160,25 +160,6 @@ export class Spool {
     };
   }
 
-  /** Replaces a spooled delta by another in its place in the queue (a delta trimmed to a shorter range). */
-  async replace(
-    old: SpooledDelta,
-    delta: NewDelta,
-    source: Readable,
-    ...transforms: Transform[]
-  ): Promise<SpooledDelta> {
-    const part = this.partFile();
-    const { bytes, sha256 } = await this.writePart(part, source, transforms);
-    await this.place(part, delta.name);
-    this.db
-      .prepare(
-        'UPDATE deltas SET name = ?, start_revision = ?, last_revision = ?, bytes = ?, sha256 = ?, oldest_event_at = ? WHERE id = ?',
-      )
-      .run(delta.name, delta.startRevision, delta.lastRevision, bytes, sha256, delta.oldestEventAt, old.id);
-    if (old.name !== delta.name) await rm(this.fileOf(old.name), { force: true });
-    return { id: old.id, ...delta, bytes, sha256, etcdVersion: old.etcdVersion };
-  }
-
   /** Writes `source` through `transforms` into `part`, measuring what lands there; a failed write leaves nothing. */
   private async writePart(
     part: string,

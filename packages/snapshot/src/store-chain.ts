@@ -1,48 +1,93 @@
-import { listSnapshots } from '@etcd-steward/core/backup';
+import {
+  type CatalogEntry,
+  checkStoreHistory,
+  ForeignHistoryError,
+  forkFolder,
+  listSnapshots,
+  setAside,
+} from '@etcd-steward/core/backup';
 import type { Logger } from '@etcd-steward/core/common';
+import type { EtcdConnection } from '@etcd-steward/core/etcd';
 import type { SnapshotRef } from '@etcd-steward/core/format';
 import type { SnapStore } from '@etcd-steward/core/store';
 import type { DeltaWriter } from './delta-writer.js';
 import type { SnapshotMetrics } from './snapshot-metrics.js';
 import { isSpooledFull, type Spool, type SpooledDelta } from './spool.js';
 
+/**
+ * Where the store's chain ends: `head`, the newest revision any snapshot holds, and `deltaHead`, the newest that
+ * anything below the newest full snapshot holds (a delta, or an older full snapshot). A full snapshot may end past
+ * the deltas: they go on through it (DeltaWriter.coverThrough), and the next delta continues `deltaHead`.
+ */
+export interface ChainHeads {
+  head: number;
+  deltaHead: number;
+}
+
+/**
+ * What becomes of a spooled snapshot, given the chain's heads: `upload` when it adds to the chain (a full snapshot
+ * newer than the head; a delta that starts after the store's deltas, no later than right after the head, and
+ * reaches past the head or continues the deltas below a newer full snapshot), `covered` when the store holds its
+ * revisions already, `gap` when it would leave revisions out or repeat some that the store's deltas hold.
+ */
+export function spoolFit(delta: SpooledDelta, { head, deltaHead }: ChainHeads): 'upload' | 'covered' | 'gap' {
+  const { startRevision: start, lastRevision: last } = delta;
+  if (isSpooledFull(delta)) return last > head ? 'upload' : 'covered';
+  if (last > head) return start > deltaHead && start <= head + 1 ? 'upload' : 'gap';
+  return deltaHead > 0 && start === deltaHead + 1 ? 'upload' : 'covered';
+}
+
+/** The heads once `delta` is in the store. */
+export function headsAfter(heads: ChainHeads, delta: SpooledDelta): ChainHeads {
+  if (!isSpooledFull(delta)) {
+    return { head: Math.max(heads.head, delta.lastRevision), deltaHead: Math.max(heads.deltaHead, delta.lastRevision) };
+  }
+  // A newer full snapshot puts what the store held below it.
+  return delta.lastRevision > heads.head ? { head: delta.lastRevision, deltaHead: heads.head } : heads;
+}
+
 /** What resynchronisation keeps of the spool: the chain it continues, and what goes. */
 export interface SpoolReconciliation {
-  /** The chain's new head: the store's, or the last revision of the spooled snapshots that continue it. */
-  head: number;
+  /** The chain's new heads: the store's, moved on by the spooled snapshots that continue it. */
+  heads: ChainHeads;
   /** In spool order. `chainRevision` is set for a delta the store does not cover but that does not fit either. */
   drop: Array<{ delta: SpooledDelta; chainRevision?: number }>;
 }
 
 /**
- * Which spooled snapshots continue the store's chain, which ends at `storeHead`: the deltas that continue it,
- * or a spooled full snapshot newer than it and the deltas that continue that. Those the store already covers
- * go; those that do not fit go too, their revisions come again from etcd.
+ * Which spooled snapshots continue the store's chain (spoolFit): a spooled full snapshot newer than the store's
+ * head starts a chain of its own. Those the store already covers go; those that do not fit go too, their
+ * revisions come again from etcd.
  */
-export function reconcileSpool(storeHead: number, spooled: readonly SpooledDelta[]): SpoolReconciliation {
-  let head = storeHead;
+export function reconcileSpool(store: ChainHeads, spooled: readonly SpooledDelta[]): SpoolReconciliation {
+  let heads = store;
   const drop: SpoolReconciliation['drop'] = [];
   for (const delta of spooled) {
-    if (delta.lastRevision <= storeHead) {
-      drop.push({ delta });
-    } else if (delta.startRevision === head + 1 || isSpooledFull(delta)) {
-      // A spooled full snapshot newer than the store's starts a chain of its own.
-      head = delta.lastRevision;
-    } else {
-      drop.push({ delta, chainRevision: head });
-    }
+    const fit = spoolFit(delta, heads);
+    if (fit === 'upload') heads = headsAfter(heads, delta);
+    else drop.push(fit === 'gap' ? { delta, chainRevision: heads.head } : { delta });
   }
-  return { head, drop };
+  return { heads, drop };
 }
 
-/** The last revision of the newest snapshot listed. */
-function headOf(entries: readonly SnapshotRef[]): number {
-  return entries.reduce((max, e) => Math.max(max, e.lastRevision), 0);
+/** The heads of the snapshots listed (ChainHeads). */
+export function headsOf(entries: readonly SnapshotRef[]): ChainHeads {
+  const head = entries.reduce((max, e) => Math.max(max, e.lastRevision), 0);
+  const newestFull = entries.reduce((max, e) => (e.kind === 'Full' ? Math.max(max, e.lastRevision) : max), 0);
+  const deltaHead = entries.reduce(
+    (max, e) => (e.kind === 'Incr' || e.lastRevision < newestFull ? Math.max(max, e.lastRevision) : max),
+    0,
+  );
+  return { head, deltaHead };
 }
 
 export interface StoreChainOptions {
   /** Written to only while this sidecar leads (a FencedStore). */
   store: SnapStore;
+  /** This sidecar's own member: its history is compared with the store's. */
+  connection: EtcdConnection;
+  /** Scratch space (a delta read to compare its last revision). */
+  tempDir: string;
   spool: Spool;
   writer: DeltaWriter;
   metrics: SnapshotMetrics;
@@ -58,27 +103,31 @@ export interface StoreChainOptions {
 export class StoreChain {
   /** The store's newest full snapshot, as last listed or stored. */
   lastFull?: SnapshotRef;
+  /** The last resynchronisation found etcd's history forked from the store's: a full snapshot is owed at once. */
+  forked = false;
 
   constructor(private readonly options: StoreChainOptions) {}
 
-  async head(): Promise<number> {
+  async heads(): Promise<ChainHeads> {
     const entries = await listSnapshots(this.options.store);
     this.noteFull(entries);
-    return headOf(entries);
+    return headsOf(entries);
   }
 
   /**
-   * Starts the chain from what the store holds, followed by what the spool holds that continues it
-   * (reconcileSpool). Then the watch starts over right after the new head.
+   * Starts the chain from what the store holds, once etcd's history is found to continue it (historyOf), followed
+   * by what the spool holds that continues it (reconcileSpool). Then the watch starts over right after the new head.
    */
   async resync(): Promise<void> {
     const { spool, logger } = this.options;
-    const entries = await listSnapshots(this.options.store);
-    const storeHead = headOf(entries);
+    this.forked = false;
+    const entries = await this.historyOf(await listSnapshots(this.options.store));
+    const storeHeads = headsOf(entries);
     this.noteFull(entries);
     this.report(entries);
     await this.options.writer.restart(async () => {
-      const { head, drop } = reconcileSpool(storeHead, spool.list());
+      if (this.forked) await spool.clear();
+      const { heads, drop } = reconcileSpool(storeHeads, spool.list());
       for (const { delta, chainRevision } of drop) {
         if (chainRevision !== undefined) {
           logger.warn('dropping a spooled delta that does not continue the chain; etcd still has its revisions', {
@@ -88,9 +137,42 @@ export class StoreChain {
         }
         await spool.remove(delta);
       }
-      logger.info('chain resumes', { afterRevision: head, storeRevision: storeHead, spooled: spool.depth });
-      return head;
+      logger.info('chain resumes', { afterRevision: heads.head, storeRevision: storeHeads.head, spooled: spool.depth });
+      return heads.head;
     });
+  }
+
+  /**
+   * What of the store etcd's history continues. A fork (etcd was restored to an earlier revision) sets the store's
+   * snapshots past the revision both share aside under forks/, clears the spool (it may hold the old history's
+   * revisions), and owes a full snapshot at once; the deltas go on from the shared revision, in etcd's new history.
+   * A store that holds none of etcd's history (another cluster's, or one from before this cluster was created) is
+   * refused: ForeignHistoryError, and nothing is written to it.
+   */
+  private async historyOf(entries: CatalogEntry[]): Promise<CatalogEntry[]> {
+    const { store, connection, tempDir, metrics, logger } = this.options;
+    const verdict = await checkStoreHistory({ store, entries, connection, scratchDir: tempDir });
+    if (verdict.kind === 'unknown') {
+      logger.warn("cannot tell whether etcd continues the store's history; going on with the store's chain", {
+        reason: verdict.reason,
+      });
+    }
+    if (verdict.kind === 'foreign') throw new ForeignHistoryError(store.location, verdict);
+    if (verdict.kind !== 'forked') return entries;
+    const folder = forkFolder(verdict.commonRevision);
+    logger.error(
+      "etcd's history left the store's (a restore to an earlier revision?): setting the later snapshots aside and taking a full snapshot",
+      {
+        commonRevision: verdict.commonRevision,
+        etcdRevision: verdict.etcdRevision,
+        setAside: verdict.abandoned.map((e) => e.name),
+        to: folder,
+      },
+    );
+    metrics.historyForks.inc();
+    await setAside(store, verdict.abandoned, folder);
+    this.forked = true;
+    return listSnapshots(store);
   }
 
   /**

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { LocalStore, listSnapshots, type SnapStore, silentLogger, snapshotName } from '@etcd-steward/core';
-import { Serial, SnapshotMetrics, Spool, SpoolUploader } from '@etcd-steward/snapshot';
+import { headsOf, Serial, SnapshotMetrics, Spool, SpoolUploader } from '@etcd-steward/snapshot';
 import { Registry } from 'prom-client';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 
@@ -52,7 +52,7 @@ function uploaderFor(store: SnapStore) {
     metrics: new SnapshotMetrics(new Registry(), () => undefined),
     logger: silentLogger,
     signal: terms.signal,
-    storeHead: async () => (await listSnapshots(store)).reduce((max, e) => Math.max(max, e.lastRevision), 0),
+    storeHeads: async () => headsOf(await listSnapshots(store)),
     resync: async () => {
       resyncs.push(spool.depth);
     },
@@ -78,6 +78,25 @@ it('uploads the spool in order, and drops what the store already holds instead o
   await uploader.drain();
   expect(await stored(store)).toEqual([name('Full', 0, 100), name('Incr', 101, 110), name('Incr', 111, 120)]);
   expect(spool.depth).toBe(0);
+  expect(resyncs).toEqual([]);
+});
+
+it('uploads the deltas that continue the chain of deltas through a newer full snapshot', async () => {
+  const store = new LocalStore(join(dir, 'store'));
+  await store.put(name('Incr', 91, 100), Readable.from([Buffer.from('delta')]));
+  await store.put(name('Full', 0, 150), Readable.from([Buffer.from('full')]));
+  await spoolDelta(101, 140);
+  await spoolDelta(141, 160);
+  await spoolDelta(161, 170);
+  const { uploader, resyncs } = uploaderFor(store);
+  await uploader.drain();
+  expect(await stored(store)).toEqual([
+    name('Incr', 91, 100),
+    name('Incr', 101, 140),
+    name('Full', 0, 150),
+    name('Incr', 141, 160),
+    name('Incr', 161, 170),
+  ]);
   expect(resyncs).toEqual([]);
 });
 

@@ -1,5 +1,5 @@
-import { snapshotName } from '@etcd-steward/core';
-import { reconcileSpool, type SpooledDelta } from '@etcd-steward/snapshot';
+import { parseSnapshotName, snapshotName } from '@etcd-steward/core';
+import { headsOf, reconcileSpool, type SpooledDelta, spoolFit } from '@etcd-steward/snapshot';
 import { describe, expect, it } from 'vitest';
 
 let nextId = 1;
@@ -19,14 +19,17 @@ const names = (plan: ReturnType<typeof reconcileSpool>) =>
 
 describe('reconcileSpool', () => {
   it("resumes at the store's head when nothing is spooled", () => {
-    expect(reconcileSpool(100, [])).toEqual({ head: 100, drop: [] });
+    expect(reconcileSpool({ head: 100, deltaHead: 100 }, [])).toEqual({
+      heads: { head: 100, deltaHead: 100 },
+      drop: [],
+    });
   });
 
   it('keeps the deltas that continue the store, after dropping those it already holds', () => {
     const uploaded = spooled('Incr', 91, 100);
     const next = [spooled('Incr', 101, 110), spooled('Incr', 111, 120)];
-    const plan = reconcileSpool(100, [uploaded, ...next]);
-    expect(plan.head).toBe(120);
+    const plan = reconcileSpool({ head: 100, deltaHead: 100 }, [uploaded, ...next]);
+    expect(plan.heads).toEqual({ head: 120, deltaHead: 120 });
     expect(names(plan)).toEqual([[uploaded.name, undefined]]);
   });
 
@@ -34,8 +37,8 @@ describe('reconcileSpool', () => {
     const kept = spooled('Incr', 101, 110);
     const gap = spooled('Incr', 121, 130);
     const after = spooled('Incr', 131, 140);
-    const plan = reconcileSpool(100, [kept, gap, after]);
-    expect(plan.head).toBe(110);
+    const plan = reconcileSpool({ head: 100, deltaHead: 100 }, [kept, gap, after]);
+    expect(plan.heads.head).toBe(110);
     expect(names(plan)).toEqual([
       [gap.name, 110],
       [after.name, 110],
@@ -45,21 +48,61 @@ describe('reconcileSpool', () => {
   it("starts from a spooled full snapshot newer than the store's chain, with the deltas that continue it", () => {
     const full = spooled('Full', 0, 300);
     const delta = spooled('Incr', 301, 310);
-    const plan = reconcileSpool(100, [full, delta]);
-    expect(plan).toEqual({ head: 310, drop: [] });
+    const plan = reconcileSpool({ head: 100, deltaHead: 100 }, [full, delta]);
+    expect(plan).toEqual({ heads: { head: 310, deltaHead: 310 }, drop: [] });
   });
 
   it('drops a spooled full snapshot and deltas that the store has overtaken meanwhile', () => {
     const full = spooled('Full', 0, 300);
     const covered = spooled('Incr', 301, 350);
     const beyond = spooled('Incr', 351, 360);
-    const plan = reconcileSpool(355, [full, covered, beyond]);
-    expect(plan.head).toBe(355);
-    // The store's newer snapshot cuts through the last delta: its revisions come from etcd again.
+    const plan = reconcileSpool({ head: 355, deltaHead: 355 }, [full, covered, beyond]);
+    expect(plan.heads.head).toBe(355);
+    // The store's newer delta cuts through the last one: its revisions come from etcd again.
     expect(names(plan)).toEqual([
       [full.name, undefined],
       [covered.name, undefined],
       [beyond.name, 355],
     ]);
+  });
+
+  it('keeps the delta a newer full snapshot cuts through, and the one that continues the deltas below it', () => {
+    // The store: deltas up to 100, then a full snapshot at 150 taken while the watch went on.
+    const store = { head: 150, deltaHead: 100 };
+    const below = spooled('Incr', 101, 140);
+    const through = spooled('Incr', 141, 160);
+    const plan = reconcileSpool(store, [below, through]);
+    expect(plan).toEqual({ heads: { head: 160, deltaHead: 160 }, drop: [] });
+  });
+});
+
+describe('headsOf', () => {
+  const ref = (kind: 'Full' | 'Incr', startRevision: number, lastRevision: number) =>
+    parseSnapshotName(spooled(kind, startRevision, lastRevision).name)!;
+  it('puts what lies below the newest full snapshot, deltas or older fulls, under deltaHead', () => {
+    expect(headsOf([ref('Full', 0, 1), ref('Full', 0, 61)])).toEqual({ head: 61, deltaHead: 1 });
+    expect(headsOf([ref('Full', 0, 1), ref('Incr', 2, 50), ref('Full', 0, 60)])).toEqual({ head: 60, deltaHead: 50 });
+    expect(headsOf([ref('Full', 0, 60)])).toEqual({ head: 60, deltaHead: 0 });
+    expect(headsOf([ref('Full', 0, 60), ref('Full', 0, 60), ref('Incr', 55, 70)])).toEqual({ head: 70, deltaHead: 70 });
+  });
+  it('lets the deltas after a fork continue the full snapshot below the one taken since', () => {
+    expect(spoolFit(spooled('Incr', 2, 61), headsOf([ref('Full', 0, 1), ref('Full', 0, 61)]))).toBe('upload');
+  });
+});
+
+describe('spoolFit', () => {
+  const store = { head: 150, deltaHead: 100 };
+  it('uploads a delta that goes on through a newer full snapshot, or up to it from the last delta', () => {
+    expect(spoolFit(spooled('Incr', 101, 160), store)).toBe('upload');
+    expect(spoolFit(spooled('Incr', 151, 160), store)).toBe('upload');
+    expect(spoolFit(spooled('Incr', 101, 150), store)).toBe('upload');
+  });
+  it('drops what the store holds, and refuses a gap', () => {
+    expect(spoolFit(spooled('Incr', 91, 100), store)).toBe('covered');
+    expect(spoolFit(spooled('Incr', 121, 140), store)).toBe('covered');
+    expect(spoolFit(spooled('Full', 0, 150), store)).toBe('covered');
+    expect(spoolFit(spooled('Incr', 152, 160), store)).toBe('gap');
+    expect(spoolFit(spooled('Incr', 91, 160), store)).toBe('gap');
+    expect(spoolFit(spooled('Full', 0, 170), store)).toBe('upload');
   });
 });

@@ -5,9 +5,12 @@
  */
 export * from './fetch-delta.js';
 export * from './fetch-full-snapshot.js';
+export * from './revision-digest.js';
+export * from './set-aside.js';
 export * from './snapshot-catalog.js';
 export * from './snapshot-chain.js';
 export * from './snapshot-to-file.js';
+export * from './store-history.js';
 export * from './store-lock.js';
 export * from './take-full-snapshot.js';
 export * from './time-cut.js';

@@ -10,6 +10,7 @@ import type { SnapStore } from '../store/snapstore.js';
 import { storeFile } from '../store/store-file.js';
 import { METADATA_SHA256 } from '../store/stored-digest.js';
 import { snapshotToFileInChild } from './isolated-snapshot.js';
+import { etcdRevisionDigest, METADATA_REVISION_DIGEST } from './revision-digest.js';
 import { snapshotToFile } from './snapshot-to-file.js';
 
 export interface FullSnapshotOptions {
@@ -84,6 +85,9 @@ export async function takeFullSnapshot(options: FullSnapshotOptions): Promise<Sa
     const nameSeal = sealer?.nameSeal(name);
     if (nameSeal) await appendFile(temp, nameSeal);
     const storedSize = written + (nameSeal?.length ?? 0);
+    // What etcd holds at the snapshot's revision, so that whether a later etcd continues this history can be told
+    // without the snapshot (store-history.ts); a revision compacted meanwhile records nothing.
+    const atRevision = await etcdRevisionDigest(connection, facts.revision, { timeoutMs: 5_000, signal });
     const put = {
       signal: options.signal,
       sealed: sealer !== undefined,
@@ -91,6 +95,7 @@ export async function takeFullSnapshot(options: FullSnapshotOptions): Promise<Sa
         ...(storedSha256 ? { [METADATA_SHA256]: storedSha256 } : {}),
         [METADATA_ETCD_VERSION]: status.version,
         [METADATA_DB_SIZE]: String(facts.size),
+        ...('digest' in atRevision ? { [METADATA_REVISION_DIGEST]: atRevision.digest } : {}),
       },
     };
     await storeFile(options.store, name, temp, put);

@@ -16,5 +16,10 @@ export function formatSummary(result: RestoreResult): string {
       `  ${resultStyle.red.bold('LOST')} revisions ${result.lost.fromRevision}..${result.lost.toRevision}${result.lost.delta ? ` (${result.lost.delta})` : ''}: ${result.lost.reason}`,
     );
   }
+  if (result.setAside) {
+    lines.push(
+      `  set aside ${result.setAside.snapshots.length} later snapshot(s) to ${result.setAside.folder}/: the store goes on from here`,
+    );
+  }
   return `${lines.join('\n')}\n`;
 }

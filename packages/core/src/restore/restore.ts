@@ -1,5 +1,7 @@
 import { rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { forkFolder, setAside } from '../backup/set-aside.js';
+import { listSnapshots } from '../backup/snapshot-catalog.js';
 import type { SnapshotChain } from '../backup/snapshot-chain.js';
 import { errorMessage, OperationError } from '../common/errors.js';
 import { type Logger, silentLogger } from '../common/logger.js';
@@ -33,6 +35,11 @@ export interface RestoreOptions extends RestoreRequest {
   etcdBinDir?: string;
   /** Keys that decrypt encrypted snapshots (docs/encryption.md). */
   encryptionKeyFile?: string;
+  /**
+   * The restored member goes on writing to this store: once the restore is in place, the snapshots past the
+   * restored revision are set aside (set-aside.ts), so that the store's history is the one the cluster continues.
+   */
+  fork?: boolean;
   logger?: Logger;
   signal?: AbortSignal;
 }
@@ -48,6 +55,8 @@ export interface RestoreResult {
   skipped: Array<{ name: string; reason: string }>;
   /** With --allow-partial: what could not be restored, and why. */
   lost?: { fromRevision: number; toRevision: number; delta?: string; reason: string };
+  /** With --fork: the snapshots past the restored revision, in the folder they were set aside to. */
+  setAside?: { folder: string; snapshots: string[] };
   replay: ReplayMethod;
   verify: VerifyMethod;
   /** The restored keyspace's fingerprint, read from the db file (`--verify check`). */
@@ -137,8 +146,10 @@ export async function restore(options: RestoreOptions): Promise<RestoreResult> {
           }
         : lost;
       if (lostNow) logger.warn('partial restore: revisions lost', lostNow);
+      const setAside = options.fork ? await setAsideLater(options, result.revision, logger) : undefined;
       return {
         ...result,
+        ...(setAside ? { setAside } : {}),
         snapshot: chain.full.name,
         deltas: chain.deltas.slice(0, replayed.deltas).map((d) => d.name),
         skipped,
@@ -164,6 +175,29 @@ export async function restore(options: RestoreOptions): Promise<RestoreResult> {
     throw err;
   } finally {
     await target.cleanup();
+  }
+}
+
+/**
+ * Sets the store's snapshots past `revision` aside (forks/), the fork a restore to an earlier revision makes when
+ * its member goes on with the same store. Undefined when the store holds nothing past it.
+ */
+async function setAsideLater(
+  options: RestoreOptions,
+  revision: number,
+  logger: Logger,
+): Promise<RestoreResult['setAside']> {
+  const store = await openStore(options.store, { encryptionKeyFile: options.encryptionKeyFile });
+  try {
+    const later = (await listSnapshots(store)).filter((e) => e.lastRevision > revision);
+    if (later.length === 0) return undefined;
+    const folder = forkFolder(revision);
+    await setAside(store, later, folder, { signal: options.signal });
+    const snapshots = later.map((e) => e.name);
+    logger.info('set the snapshots past the restored revision aside: the store goes on from it', { folder, snapshots });
+    return { folder, snapshots };
+  } finally {
+    await store.close?.();
   }
 }
 

@@ -65,7 +65,7 @@ export class EncryptedStore implements SnapStore {
   async get(name: string, options: GetOptions = {}): Promise<Readable> {
     // A read from an offset resumes a download of the stored bytes, so it gives them as stored; no program reads
     // part of a snapshot otherwise.
-    if (options.offset) return this.inner.get(name, options);
+    if (options.offset || options.raw) return this.inner.get(name, { offset: options.offset });
     const raw = await this.inner.get(name);
     return pipeline(raw, new ObjectDecipher(this.keys, name, `${this.location}/${name}`), () => {});
   }

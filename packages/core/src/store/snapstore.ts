@@ -38,6 +38,8 @@ export const sendOnce: RequestSender = (request) => request();
 export interface GetOptions {
   /** Start reading at this byte: the retry wrapper resumes an interrupted download with it. */
   offset?: number;
+  /** The bytes as stored, not decrypted: an object moved elsewhere in the store as it is. */
+  raw?: boolean;
 }
 
 /**

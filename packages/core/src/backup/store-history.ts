@@ -1,0 +1,132 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { OperationError } from '../common/errors.js';
+import type { EtcdConnection } from '../etcd/etcd-client.js';
+import { memberStatus } from '../etcd/etcd-status.js';
+import type { SnapStore } from '../store/snapstore.js';
+import { deltaAgreesThrough, etcdRevisionDigest, storedRevisionDigest } from './revision-digest.js';
+import type { CatalogEntry } from './snapshot-catalog.js';
+
+/**
+ * Whether the live cluster goes on with the history a store holds:
+ * - `continues`: etcd holds the store's newest snapshot's last revision as the store holds it (or the store is empty);
+ * - `forked`: etcd holds the store's history up to `commonRevision` (the last revision of a snapshot both agree on)
+ *   and another one after it: a restore to an earlier revision. `abandoned`: the snapshots past it, newest last;
+ * - `foreign`: etcd holds none of the revisions the store's snapshots end with as the store holds them: another
+ *   cluster, or a new one;
+ * - `unknown`: it cannot be told (etcd compacted the revisions to compare, or no snapshot records one).
+ */
+export type HistoryVerdict =
+  | { kind: 'continues'; checkedRevision?: number }
+  | { kind: 'forked'; commonRevision: number; abandoned: CatalogEntry[]; etcdRevision: number }
+  | { kind: 'foreign'; etcdRevision: number; storeRevision: number }
+  | { kind: 'unknown'; reason: string };
+
+export interface HistoryCheckOptions {
+  store: SnapStore;
+  /** The store's snapshots, oldest first (listSnapshots). */
+  entries: readonly CatalogEntry[];
+  /** The member whose history is compared. */
+  connection: EtcdConnection;
+  /** For reading deltas (their last revision's events). */
+  scratchDir: string;
+  /** How long a member behind the store's head may take to catch up before it counts as another history. */
+  catchUpMs?: number;
+  signal?: AbortSignal;
+}
+
+/** How one snapshot's last revision compares with etcd's: `skip` records nothing, `compacted` etcd no longer has it. */
+type Match = 'same' | 'different' | 'skip' | 'compacted';
+
+/**
+ * Compares the store's history with etcd's at the last revisions of its snapshots, newest first, until one
+ * agrees: histories share a prefix up to a fork and differ from there on, so the newest snapshot that agrees
+ * proves every older one. The common case costs one comparison; snapshots past etcd's revision differ without
+ * one. Where the oldest snapshot that differs is a delta, the fork may lie inside it: its events are compared
+ * with etcd's revision by revision. Snapshots that record nothing to compare (ebr's full snapshots, and etcd's
+ * empty revision 1, which every history shares) are passed over; below a revision etcd compacted, nothing can be
+ * compared any more.
+ */
+export async function checkStoreHistory(options: HistoryCheckOptions): Promise<HistoryVerdict> {
+  const { store, connection, scratchDir, signal } = options;
+  const entries = [...options.entries].sort((a, b) => a.lastRevision - b.lastRevision);
+  if (entries.length === 0) return { kind: 'continues' };
+  const storeRevision = entries[entries.length - 1].lastRevision;
+  const etcdRevision = await etcdRevisionAtLeast(connection, storeRevision, options.catchUpMs ?? 5_000, signal);
+
+  const compare = async (entry: CatalogEntry): Promise<Match> => {
+    if (entry.lastRevision > etcdRevision) return 'different';
+    if (entry.lastRevision <= 1) return 'skip';
+    const stored = await storedRevisionDigest(store, entry, scratchDir, { signal });
+    if (stored === undefined) return 'skip';
+    const live = await etcdRevisionDigest(connection, entry.lastRevision, { signal });
+    if ('missing' in live) {
+      if (live.missing === 'compacted') return 'compacted';
+      throw new OperationError(`cannot read revision ${entry.lastRevision} from etcd: ${live.reason}`);
+    }
+    return live.digest === stored ? 'same' : 'different';
+  };
+
+  /** The oldest snapshot found to differ so far. */
+  let oldestDifferent: CatalogEntry | undefined;
+  let agreed: number | undefined;
+  let compacted = false;
+  for (const entry of entries.toReversed()) {
+    const match = await compare(entry);
+    if (match === 'same') {
+      if (!oldestDifferent) return { kind: 'continues', checkedRevision: entry.lastRevision };
+      agreed = entry.lastRevision;
+      break;
+    }
+    compacted = match === 'compacted';
+    if (compacted) break;
+    if (match === 'different') oldestDifferent = entry;
+  }
+  if (!oldestDifferent)
+    return { kind: 'unknown', reason: 'no snapshot of the store records a revision etcd still holds' };
+  if (oldestDifferent.kind === 'Incr' && oldestDifferent.startRevision <= etcdRevision) {
+    const within = await deltaAgreesThrough(store, oldestDifferent, connection, etcdRevision, scratchDir, { signal });
+    if (within === undefined) compacted = true;
+    else agreed = Math.max(agreed ?? 0, within);
+  }
+  // etcd's empty revision 1 is no history shared.
+  if (agreed !== undefined && agreed >= 2) {
+    const commonRevision = agreed;
+    return {
+      kind: 'forked',
+      commonRevision,
+      abandoned: entries.filter((e) => e.lastRevision > commonRevision),
+      etcdRevision,
+    };
+  }
+  if (compacted) {
+    return { kind: 'unknown', reason: "etcd compacted the revisions where its history and the store's could agree" };
+  }
+  return { kind: 'foreign', etcdRevision, storeRevision };
+}
+
+/**
+ * etcd's current revision, waiting up to `catchUpMs` for a member behind `storeRevision` to catch up (a follower
+ * lags its leader for a moment; a restored or new member never catches up).
+ */
+async function etcdRevisionAtLeast(
+  connection: EtcdConnection,
+  storeRevision: number,
+  catchUpMs: number,
+  signal?: AbortSignal,
+): Promise<number> {
+  const deadline = Date.now() + catchUpMs;
+  for (;;) {
+    const { revision } = await memberStatus(connection, { timeoutMs: 10_000 });
+    if (revision >= storeRevision || Date.now() >= deadline) return revision;
+    await sleep(200, undefined, { signal });
+  }
+}
+
+/** The store holds a history etcd does not continue: nothing may be written to it. */
+export class ForeignHistoryError extends OperationError {
+  constructor(location: string, verdict: { etcdRevision: number; storeRevision: number }) {
+    super(
+      `${location} holds another history than etcd's (etcd at revision ${verdict.etcdRevision} holds none of the revisions the store's snapshots end with, up to ${verdict.storeRevision}): another cluster's store, or one from before this cluster was created. Nothing is written to it. Point --store at a prefix of this cluster's own, or move the old snapshots out of it (etcd-copy-backups to another store, then delete them)`,
+    );
+  }
+}
