@@ -74,6 +74,19 @@ describe('etcd-validate bootstrap (the built program, one member)', () => {
     expect(await siblings('valid')).toEqual(['data']);
   });
 
+  it('refuses (exit 2) a data dir that an etcd is running on, and moves nothing', async () => {
+    // stale against the store: without the refusal, bootstrap would move the live member's data aside
+    const dataDir = await copy('running', 'stale');
+    await withMember(dataDir, async () => {
+      const { code, stderr } = await bootstrap(dataDir, ['--store', storeUrl]);
+      expect(code).toBe(2);
+      expect(stderr).toMatch(
+        /etcd is running on .*: .*member\/(snap\/db|wal\/[0-9a-f-]+\.wal) is locked by process \d+\. .*stop that etcd first/,
+      );
+      expect(await siblings('running')).toEqual(['data', 'etcd.log']);
+    });
+  });
+
   it('row fresh: an empty data dir and an empty store start a new member', async () => {
     await mkdir(path('fresh', 'data'), { recursive: true });
     const { code, result } = await bootstrap(path('fresh', 'data'), ['--store', emptyStoreUrl]);

@@ -94,7 +94,7 @@ describe('scanWal', () => {
         [2, entry(16)],
       ]),
     );
-    const summary = await scanWal(wal, 'last');
+    const summary = await scanWal(wal);
     expect(summary.lastSnapshot).toEqual({ index: 10, term: 2 });
     expect(summary.lastEntryIndex).toBe(16);
     expect(summary.tornTail).toBeUndefined();
@@ -107,6 +107,6 @@ describe('scanWal', () => {
       join(wal, '0000000000000001-000000000000000f.wal'),
       segment(0x1234abcd, [...head, [2, entry(15)], [2, entry(17)]]),
     );
-    await expect(scanWal(wal, 'last')).rejects.toThrow(/entry 17 follows 15 \(entries are missing\)/);
+    await expect(scanWal(wal)).rejects.toThrow(/entry 17 follows 15 \(entries are missing\)/);
   });
 });

@@ -22,6 +22,27 @@ export async function withMember<T>(
   work: (client: Etcd3, endpoint: string) => Promise<T>,
   extraArgs: string[] = [],
 ): Promise<T> {
+  return runMember(dataDir, work, extraArgs, 'stop');
+}
+
+/**
+ * withMember, but etcd is killed (SIGKILL) as soon as `work` returns: what a crash or an OOM kill leaves. With a
+ * long `--backend-batch-interval`, the db then lacks the last writes, which only the WAL holds.
+ */
+export async function withCrashedMember<T>(
+  dataDir: string,
+  work: (client: Etcd3, endpoint: string) => Promise<T>,
+  extraArgs: string[] = [],
+): Promise<T> {
+  return runMember(dataDir, work, extraArgs, 'kill');
+}
+
+async function runMember<T>(
+  dataDir: string,
+  work: (client: Etcd3, endpoint: string) => Promise<T>,
+  extraArgs: string[],
+  end: 'stop' | 'kill',
+): Promise<T> {
   await mkdir(dirname(dataDir), { recursive: true });
   const binaries = await findEtcdBinaries();
   checkEtcdUnderTest(binaries);
@@ -38,6 +59,7 @@ export async function withMember<T>(
     client = createEtcdClient({ endpoints: [member.clientUrl] });
     return await work(client, member.clientUrl);
   } finally {
+    if (end === 'kill') await member.kill();
     client?.close();
     await member.stop();
   }

@@ -45,11 +45,12 @@ function checkOptions<T>(y: Argv<T>) {
       choices: ['sanity', 'full'] as const,
       default: 'sanity' as const,
       describe:
-        'sanity: layout, meta pages, newest revision, consistent index, the newest WAL segment (fast on any size); full: also every page of the db and every WAL segment',
+        'sanity: layout, meta pages, newest revision, consistent index, every WAL segment (etcd reads them all at start-up), the raft snapshot etcd starts from; full: also every page of the db',
     })
     .option('fail-below-revision', {
       type: 'number',
-      describe: "A db below this revision is invalid (restore needed), as ebr's failbelowrevision",
+      describe:
+        "Data below this revision is invalid (restore needed), as ebr's failbelowrevision: the revision etcd would serve, the db's plus what it replays from the WAL",
     });
 }
 
@@ -72,7 +73,8 @@ await programArgs('etcd-validate')
         .option('max-revisions-ahead', {
           type: 'number',
           default: 1_000_000,
-          describe: "With --store: warn when the db is more revisions than this ahead of the store's newest snapshot",
+          describe:
+            "With --store: warn when the revision etcd would serve is more than this ahead of the store's newest snapshot",
         })
         .example('$0 check --data-dir /var/etcd/data', 'the quick check an init container runs')
         .example(

@@ -10,6 +10,7 @@ import { type BootstrapDecision, decideBootstrap, type StoreState } from './boot
 import { type ClusterState, findMember, probeCluster } from './cluster-probe.js';
 import { isEmptyDir, moveAside, moveBack } from './move-aside.js';
 import { rejoinAsLearner } from './rejoin-as-learner.js';
+import { runningEtcdLock } from './running-etcd.js';
 
 export interface BootstrapOptions {
   dataDir: string;
@@ -61,6 +62,12 @@ export async function bootstrap(options: BootstrapOptions): Promise<BootstrapRes
   if (several && !options.cluster) {
     throw new UsageError(
       `--initial-cluster names ${clusterMembers(member.initialCluster).length} members: give the other members' client URLs with --endpoints, so that bootstrap can ask the cluster`,
+    );
+  }
+  const held = await runningEtcdLock(options.dataDir);
+  if (held) {
+    throw new UsageError(
+      `etcd is running on ${options.dataDir}: ${held.path} is locked${held.pid > 0 ? ` by process ${held.pid}` : ''}. bootstrap runs before etcd starts (as its init container) and would move the data of a live member aside; stop that etcd first, or check a copy with etcd-validate check`,
     );
   }
   const storeUrl = options.store;

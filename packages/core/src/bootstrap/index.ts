@@ -11,3 +11,4 @@ export * from './cluster-probe.js';
 export * from './move-aside.js';
 export * from './promote-learner.js';
 export * from './rejoin-as-learner.js';
+export * from './running-etcd.js';

@@ -5,12 +5,13 @@ import { errorMessage, UsageError } from '../common/errors.js';
 import { openStore } from '../store/location.js';
 import { isTransient } from '../store/retry.js';
 import type { SnapStore } from '../store/snapstore.js';
-import { type RaftSnapshotFile, readNewestRaftSnapshot } from '../wal/raft-snapshot-file.js';
-import { scanWal, type WalSnapshotMark, type WalSummary } from '../wal/wal-scan.js';
+import { type RaftSnapshotFile, raftSnapshotNames, readRaftSnapshot } from '../wal/raft-snapshot-file.js';
+import { scanWal, type WalSummary } from '../wal/wal-scan.js';
 import { listWalSegments } from '../wal/wal-segments.js';
 import type { LeafVisitor } from './bbolt-tree-check.js';
 import { checkDb, type DbState } from './db-check.js';
 import { checkSafeGuard } from './safe-guard.js';
+import { describeServed, type ServedRevision, servedRevision } from './served-revision.js';
 import { type DataDirReport, type Finding, type ValidationMode, VERDICTS, type Verdict } from './verdict.js';
 
 export interface ValidateOptions {
@@ -67,7 +68,7 @@ export async function validateDataDir(options: ValidateOptions): Promise<DataDir
   try {
     await checkVolume(options, findings);
     await checkLayout(dataDir);
-    const db = dbFacts(dataDir, mode, findings, options.failBelowRevision, options.onLeaf);
+    const db = dbFacts(dataDir, mode, findings, options.onLeaf);
     facts.db = {
       revision: db.revision,
       consistentIndex: db.consistentIndex,
@@ -76,7 +77,7 @@ export async function validateDataDir(options: ValidateOptions): Promise<DataDir
       txid: String(db.meta.txid),
       ...(db.pagesWalked === undefined ? {} : { pagesWalked: db.pagesWalked }),
     };
-    const wal = await walFacts(dataDir, mode, findings);
+    const wal = await walFacts(dataDir, db.consistentIndex, findings);
     facts.wal = {
       segments: wal.segments,
       segmentsRead: wal.segmentsRead,
@@ -84,17 +85,32 @@ export async function validateDataDir(options: ValidateOptions): Promise<DataDir
       ...(wal.lastSnapshot ? { lastSnapshot: wal.lastSnapshot } : {}),
       ...(wal.hardState ? { hardState: wal.hardState } : {}),
       tornTail: wal.tornTail !== undefined,
+      ...(wal.replay ? { replay: wal.replay } : {}),
     };
-    const snap = await snapFacts(dataDir, mode, db, wal, findings);
-    if (snap) facts.snap = { file: snap.name, index: snap.index, term: snap.term, files: snap.files };
+    const snap = await snapFacts(dataDir, db, wal, findings);
+    if (snap.inUse) {
+      facts.snap = { file: snap.inUse.name, index: snap.inUse.index, term: snap.inUse.term, files: snap.files };
+    }
+    // A db etcd swaps for a .snap.db is not what it serves: the replay counts from that db's index.
+    const swapped = snap.inUse !== undefined && snap.inUse.index > db.consistentIndex;
+    const served = servedRevision(db.revision, swapped ? undefined : wal.replay);
+    facts.served = served;
+    const revision = describeServed(db.revision, served);
+    if (options.failBelowRevision !== undefined && served.atMost < options.failBelowRevision) {
+      throw new Decided('restore-needed', {
+        check: 'db',
+        severity: 'problem',
+        message: `etcd would serve ${revision}, below --fail-below-revision ${options.failBelowRevision}`,
+      });
+    }
     let storeNote = '';
     if (store) {
-      facts.store = await storeFacts(store, db.revision, options.maxRevisionsAhead, findings);
+      facts.store = await storeFacts(store, revision, served, options.maxRevisionsAhead, findings);
       if (facts.store.newestRevision !== undefined) storeNote = `, the store's newest is ${facts.store.newestRevision}`;
     }
     return report(
       'valid',
-      `${dataDir} is sound (${mode} check): revision ${db.revision}, consistent index ${db.consistentIndex}${storeNote}`,
+      `${dataDir} is sound (${mode} check): ${revision}, consistent index ${db.consistentIndex}${storeNote}`,
       facts,
     );
   } catch (err) {
@@ -167,13 +183,7 @@ async function checkLayout(dataDir: string): Promise<void> {
   }
 }
 
-function dbFacts(
-  dataDir: string,
-  mode: ValidationMode,
-  findings: Finding[],
-  failBelowRevision?: number,
-  onLeaf?: LeafVisitor,
-): DbState {
+function dbFacts(dataDir: string, mode: ValidationMode, findings: Finding[], onLeaf?: LeafVisitor): DbState {
   let db: DbState;
   try {
     db = checkDb(join(dataDir, 'member/snap/db'), mode, onLeaf);
@@ -185,20 +195,14 @@ function dbFacts(
     });
   }
   for (const message of db.warnings) findings.push({ check: 'db', severity: 'warning', message });
-  if (failBelowRevision !== undefined && db.revision < failBelowRevision) {
-    throw new Decided('restore-needed', {
-      check: 'db',
-      severity: 'problem',
-      message: `the db is at revision ${db.revision}, below --fail-below-revision ${failBelowRevision}`,
-    });
-  }
   return db;
 }
 
-async function walFacts(dataDir: string, mode: ValidationMode, findings: Finding[]): Promise<WalSummary> {
+/** The whole WAL, in both modes: etcd reads every segment at start-up and stops at any damage (wal-scan.ts). */
+async function walFacts(dataDir: string, consistentIndex: number, findings: Finding[]): Promise<WalSummary> {
   let wal: WalSummary;
   try {
-    wal = await scanWal(join(dataDir, 'member/wal'), mode === 'full' ? 'all' : 'last');
+    wal = await scanWal(join(dataDir, 'member/wal'), { replayAfter: consistentIndex });
   } catch (err) {
     throw new Decided(unreadable(err) ? 'cannot-decide' : 'restore-needed', {
       check: 'wal',
@@ -217,50 +221,60 @@ async function walFacts(dataDir: string, mode: ValidationMode, findings: Finding
 }
 
 /**
- * The newest raft snapshot file (docs/etcd-formats.md §4.3) read and checked, and the snapshot etcd will start
- * from: the newest `.snap` a WAL snapshot record matches (docs/etcd-formats.md §6). Sanity mode knows the
- * snapshot records of the newest segment only, where etcd writes one at each snapshot; full mode knows the last
- * of all. A db behind that snapshot needs the `member/snap/<index>.snap.db` etcd would swap in.
+ * The raft snapshot etcd will start from, chosen as etcd 3.4.8+ and 3.5 choose it (`LoadNewestAvailable`,
+ * docs/etcd-formats.md §4.3): the `.snap` files newest first, a damaged one set aside (etcd renames it `.broken`),
+ * one that no WAL snapshot record up to the HardState's commit names skipped; the first left is the one. With
+ * none, etcd reads the WAL from its start, which must still be there. The WAL must reach back to the snapshot,
+ * and a db behind it needs the `member/snap/<index>.snap.db` etcd would swap in.
  */
 async function snapFacts(
   dataDir: string,
-  mode: ValidationMode,
   db: DbState,
   wal: WalSummary,
   findings: Finding[],
-): Promise<RaftSnapshotFile | undefined> {
+): Promise<{ inUse?: RaftSnapshotFile; files: number }> {
   const snapDir = join(dataDir, 'member/snap');
-  let file: RaftSnapshotFile | undefined;
-  try {
-    file = await readNewestRaftSnapshot(snapDir);
-  } catch (err) {
-    throw new Decided(unreadable(err) ? 'cannot-decide' : 'restore-needed', {
+  const problem = (err: unknown) =>
+    new Decided(unreadable(err) ? 'cannot-decide' : 'restore-needed', {
       check: 'snap',
       severity: 'problem',
       message: errorMessage(err),
     });
-  }
-  const walMark = wal.lastSnapshot;
-  let inUse = walMark;
-  if (file) {
-    const walMarkKnown = mode === 'full' || walMark !== undefined;
-    if (walMark && file.index === walMark.index && file.term !== walMark.term) {
-      throw new Decided('restore-needed', {
-        check: 'snap',
-        severity: 'problem',
-        message: `member/snap/${file.name} is at term ${file.term}, but the WAL's snapshot record at index ${file.index} says term ${walMark.term}: the snapshot and the WAL are from different histories`,
-      });
-    } else if (walMarkKnown && (!walMark || file.index > walMark.index)) {
-      findings.push({
-        check: 'snap',
-        severity: 'warning',
-        message: `member/snap/${file.name} (index ${file.index}) has no WAL snapshot record${walMark ? ` (the WAL's last is at index ${walMark.index})` : ''}: etcd saves the file first, so a crash came between the two; etcd starts from an older snapshot`,
-      });
-    } else {
-      if (walMark && file.index < walMark.index) await checkWalReaches(dataDir, file, walMark, findings);
-      inUse = file;
+  const names = await raftSnapshotNames(snapDir).catch((err) => {
+    throw problem(err);
+  });
+  const commit = wal.hardState?.commit ?? 0;
+  const named = wal.snapshots.filter((s) => s.index <= commit);
+  const warn = (message: string) => findings.push({ check: 'snap', severity: 'warning', message });
+  let inUse: RaftSnapshotFile | undefined;
+  for (const name of names) {
+    let file: RaftSnapshotFile;
+    try {
+      file = readRaftSnapshot(snapDir, name);
+    } catch (err) {
+      if (unreadable(err)) throw problem(err);
+      warn(`${errorMessage(err)}, and tries the one before`);
+      continue;
     }
+    if (!named.some((s) => s.index === file.index && s.term === file.term)) {
+      warn(
+        `member/snap/${name} (index ${file.index}, term ${file.term}) has no WAL snapshot record up to the commit index ${commit}: etcd saves the file first, so a crash came between the two; etcd skips it`,
+      );
+      continue;
+    }
+    if (file.misnamed) {
+      warn(`member/snap/${name} holds the snapshot at index ${file.index}, term ${file.term}: etcd goes by that`);
+    }
+    inUse = file;
+    break;
   }
+  const newestNamed = named.at(-1);
+  if (newestNamed && newestNamed.index > (inUse?.index ?? 0)) {
+    warn(
+      `the WAL's last snapshot record (index ${newestNamed.index}) has no .snap file that etcd can read: etcd starts from ${inUse ? `member/snap/${inUse.name} (index ${inUse.index})` : 'no snapshot'} and replays the WAL after it`,
+    );
+  }
+  await checkWalReaches(dataDir, inUse);
   if (inUse && inUse.index > db.consistentIndex) {
     const received = join(snapDir, `${inUse.index.toString(16).padStart(16, '0')}.snap.db`);
     if (!(await stat(received).catch(() => undefined))?.isFile()) {
@@ -271,34 +285,25 @@ async function snapFacts(
       });
     }
   }
-  return file;
+  return { inUse, files: names.length };
 }
 
 /**
- * The WAL's last snapshot record has no `.snap` file: etcd writes the file before the record, so the file was
- * lost. etcd falls back to the newest `.snap` there is and replays the WAL from its index, which the WAL must
- * still hold: etcd may have removed the segments before the lost snapshot (docs/etcd-formats.md §5.1).
+ * etcd reads the WAL from the last segment that starts at or before the snapshot's index (from index 0 without
+ * one, docs/etcd-formats.md §5.1): etcd may have removed the segments before a newer snapshot it cannot use.
  */
-async function checkWalReaches(
-  dataDir: string,
-  file: RaftSnapshotFile,
-  walMark: WalSnapshotMark,
-  findings: Finding[],
-): Promise<void> {
+async function checkWalReaches(dataDir: string, inUse: RaftSnapshotFile | undefined): Promise<void> {
   const [oldest] = await listWalSegments(join(dataDir, 'member/wal'));
-  const lost = `the WAL's last snapshot record (index ${walMark.index}) has no .snap file (etcd writes the file first, so it was lost)`;
-  if (oldest && oldest.index > BigInt(file.index)) {
+  const from = inUse?.index ?? 0;
+  if (oldest && oldest.index > BigInt(from)) {
     throw new Decided('restore-needed', {
       check: 'snap',
       severity: 'problem',
-      message: `${lost}, and the newest .snap there is, member/snap/${file.name} (index ${file.index}), is older than the WAL's oldest segment ${oldest.name}: etcd cannot replay from it`,
+      message: inUse
+        ? `etcd would start from member/snap/${inUse.name} (index ${inUse.index}), the newest sound .snap a WAL snapshot record names, but the WAL's oldest segment ${oldest.name} starts after it: etcd cannot replay from it`
+        : `there is no sound .snap file that a WAL snapshot record names, and the WAL's oldest segment ${oldest.name} does not start at index 0: etcd cannot start`,
     });
   }
-  findings.push({
-    check: 'snap',
-    severity: 'warning',
-    message: `${lost}; etcd starts from member/snap/${file.name} (index ${file.index}) and replays the WAL after it`,
-  });
 }
 
 /**
@@ -320,10 +325,15 @@ export async function openStoreForCheck(url: string): Promise<SnapStore | { unre
   }
 }
 
-/** The store's newest snapshot against the db: behind it is stale data; far ahead of it is worth a warning. */
+/**
+ * The store's newest snapshot against the revision etcd will serve: behind it, even at the most the WAL's replay
+ * can give, is stale data; between the least and the most it cannot be told without applying the entries, and
+ * the data is kept (a restore would replace writes the WAL holds); far ahead of it is worth a warning.
+ */
 async function storeFacts(
   store: SnapStore | { unreachable: unknown },
-  revision: number,
+  revision: string,
+  served: ServedRevision,
   maxAhead: number,
   findings: Finding[],
 ): Promise<NonNullable<DataDirReport['store']>> {
@@ -340,18 +350,25 @@ async function storeFacts(
   }
   const newest = snapshots.reduce((max, s) => Math.max(max, s.lastRevision), 0);
   if (snapshots.length === 0) return { snapshots: 0 };
-  if (revision < newest) {
+  if (served.atMost < newest) {
     throw new Decided('restore-needed', {
       check: 'store',
       severity: 'problem',
-      message: `the data is stale: the db is at revision ${revision}, the store's newest snapshot at ${newest}`,
+      message: `the data is stale: etcd would serve ${revision}, the store's newest snapshot is at ${newest}`,
     });
   }
-  if (revision - newest > maxAhead) {
+  if (served.atLeast < newest) {
     findings.push({
       check: 'store',
       severity: 'warning',
-      message: `the db (revision ${revision}) is ${revision - newest} revisions ahead of the store's newest snapshot (${newest}): backups may have stopped, or the store belongs to another cluster`,
+      message: `etcd will serve ${revision}, and the store's newest snapshot (${newest}) lies within: some of the WAL's entries may create no revision; the data is kept, as a restore would replace the writes the WAL holds`,
+    });
+  }
+  if (served.atLeast - newest > maxAhead) {
+    findings.push({
+      check: 'store',
+      severity: 'warning',
+      message: `the data (${revision}) is ${served.atLeast - newest} revisions ahead of the store's newest snapshot (${newest}): backups may have stopped, or the store belongs to another cluster`,
     });
   }
   return { newestRevision: newest, snapshots: snapshots.length };

@@ -48,7 +48,11 @@ export interface DataDirReport {
     lastSnapshot?: { index: number; term: number };
     hardState?: { term: number; commit: number };
     tornTail: boolean;
+    /** The entries past the db's consistent index, which etcd applies at start-up (wal-scan.ts). */
+    replay?: { entries: number; committed: number; revisionsAtLeast: number; revisionsAtMost: number };
   };
+  /** The revision etcd will serve once started: the db's plus what it replays from the WAL (served-revision.ts). */
+  served?: { atLeast: number; atMost: number };
   /** The newest raft snapshot file (`member/snap/*.snap`), when there is one. */
   snap?: { file: string; index: number; term: number; files: number };
   store?: { newestRevision?: number; snapshots: number };

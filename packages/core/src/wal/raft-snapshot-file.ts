@@ -9,8 +9,8 @@ import type { WalSnapshotMark } from './wal-scan.js';
 /** A raft snapshot file read and found sound: its name, and the index and term its metadata states. */
 export interface RaftSnapshotFile extends WalSnapshotMark {
   name: string;
-  /** How many `*.snap` files the folder holds. */
-  files: number;
+  /** Its metadata says another index or term than its name: etcd goes by the metadata. */
+  misnamed: boolean;
 }
 
 const NAME = /^([0-9a-f]{16})-([0-9a-f]{16})\.snap$/;
@@ -18,17 +18,21 @@ const CHUNK = 1 << 20;
 /** A proto header: a tag and a length, each a varint of at most 10 bytes. */
 const HEADER = 20;
 
+/** The raft snapshot files in `member/snap`, `%016x-%016x.snap` (term, index), newest first, as etcd tries them. */
+export async function raftSnapshotNames(snapDir: string): Promise<string[]> {
+  return (await readdir(snapDir))
+    .filter((n) => NAME.test(n))
+    .sort()
+    .reverse();
+}
+
 /**
- * The newest raft snapshot file in `member/snap` (docs/etcd-formats.md §4.3), `%016x-%016x.snap` named for its
- * term and index, read as etcd reads it: a `snappb.Snapshot` whose crc (CRC-32C of its data, never 0) matches,
- * whose data is a `raftpb.Snapshot` whose metadata holds the index and term the name says. Undefined when there
- * is none (a member that never took a snapshot). Damage throws an IntegrityError naming the file. The data (the
- * v2 store, of any size) is read a chunk at a time; only the metadata is held.
+ * A raft snapshot file (docs/etcd-formats.md §4.3) read as etcd reads it: a `snappb.Snapshot` whose crc (CRC-32C
+ * of its data, never 0) matches, whose data is a `raftpb.Snapshot` with metadata. Damage throws an
+ * IntegrityError naming the file (etcd renames such a file `.broken` and tries the one before). The data (the v2
+ * store, of any size) is read a chunk at a time; only the metadata is held.
  */
-export async function readNewestRaftSnapshot(snapDir: string): Promise<RaftSnapshotFile | undefined> {
-  const names = (await readdir(snapDir)).filter((n) => NAME.test(n)).sort();
-  const name = names.at(-1);
-  if (!name) return undefined;
+export function readRaftSnapshot(snapDir: string, name: string): RaftSnapshotFile {
   const [, term, index] = NAME.exec(name) as RegExpExecArray;
   const fd = openSync(join(snapDir, name), 'r');
   const fault = (what: string) =>
@@ -66,10 +70,8 @@ export async function readNewestRaftSnapshot(snapDir: string): Promise<RaftSnaps
       position = field.end;
     }
     if (!mark) throw fault('its raft snapshot has no metadata');
-    if (mark.index !== Number.parseInt(index, 16) || mark.term !== Number.parseInt(term, 16)) {
-      throw fault(`its metadata says index ${mark.index}, term ${mark.term}: not what its name says`);
-    }
-    return { name, ...mark, files: names.length };
+    const misnamed = mark.index !== Number.parseInt(index, 16) || mark.term !== Number.parseInt(term, 16);
+    return { name, ...mark, misnamed };
   } finally {
     closeSync(fd);
   }
