@@ -246,8 +246,8 @@ const TRANSIENT_ETCD_ERROR = /request timed out|leader changed|no leader|too man
 
 /**
  * What is wrong with a store's chain as the sidecar writes it: deltas, in revision order, each start right after the
- * previous one (or right after a full snapshot, where the chain started again), and the first delta past the newest
- * full snapshot starts no later than right after it (it may go on through it).
+ * previous one (or continue a full snapshot newer than it, where the chain started again), and the first delta past
+ * the newest full snapshot starts no later than right after it (it may go on through it).
  */
 export function chainProblems(entries: readonly CatalogEntry[]): string[] {
   const problems: string[] = [];
@@ -256,8 +256,12 @@ export function chainProblems(entries: readonly CatalogEntry[]): string[] {
   let previous: CatalogEntry | undefined;
   for (const d of deltas) {
     if (previous && d.startRevision <= previous.lastRevision) problems.push(`${d.name} overlaps ${previous.name}`);
+    // A chain that starts again at a full snapshot: right after it, or through it.
     const afterFull = fulls.some(
-      (f) => f.lastRevision + 1 === d.startRevision && (!previous || f.lastRevision >= previous.lastRevision),
+      (f) =>
+        d.startRevision <= f.lastRevision + 1 &&
+        d.lastRevision > f.lastRevision &&
+        (!previous || f.lastRevision >= previous.lastRevision),
     );
     const afterDelta = previous !== undefined && previous.lastRevision + 1 === d.startRevision;
     if (!afterFull && !afterDelta) problems.push(`${d.name} does not continue the chain (gap before it)`);

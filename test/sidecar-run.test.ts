@@ -187,6 +187,43 @@ describe('etcd-snapshot run (sidecar as a process, real etcd, steady writes)', (
     }
   }, 300_000); // ~30 MB written, four full snapshots and five restores: ~40 s alone, minutes on a loaded machine
 
+  it('a restart after the final full snapshot takes no second one at the same revision', async () => {
+    const cluster = await startCluster();
+    const storeDir = at('store-final');
+    let sidecar: SidecarProcess | undefined;
+    try {
+      const client = cluster.client();
+      const args = ['--final-snapshot'];
+      sidecar = await startSidecar({
+        endpoint: cluster.endpoints[0],
+        store: `file://${storeDir}`,
+        dir: at('sc-f1'),
+        args,
+      });
+      await waitFor('the start-up full snapshot', () => snapshotsReach(sidecar!.url, 1));
+      await writeWorkload(client, { keys: 50, valueSize: 64, prefix: '/final/' });
+      await keyspaceOnceStored(client, sidecar.url);
+      expect(await sidecar.stop()).toBe(0);
+      sidecar = await startSidecar({
+        endpoint: cluster.endpoints[0],
+        store: `file://${storeDir}`,
+        dir: at('sc-f2'),
+        args,
+      });
+      await waitFor('the sidecar to lead', async () => (await metric(sidecar!.url, 'etcd_snapshot_leader')) === 1);
+      await waitFor('its start', async () => /taking snapshots: this sidecar leads/.test(await sidecar!.log()));
+      expect(await sidecar.log()).toMatch(/no full snapshot at start-up: the newest one holds etcd's current revision/);
+      sidecar.child.kill('SIGKILL');
+      sidecar = undefined;
+      const fulls = (await listSnapshots(new LocalStore(storeDir))).filter((e) => e.kind === 'Full');
+      const revision = await etcdRevision(client);
+      expect(fulls.filter((f) => f.lastRevision === revision).map((f) => f.final)).toEqual([true]);
+    } finally {
+      await sidecar?.kill();
+      await cluster.stop();
+    }
+  });
+
   it('3 members: only the leader snapshots, a leadership change hands over with no gap or overlap', async () => {
     const cluster = await startCluster({ members: 3 });
     const storeDir = at('store-3');

@@ -1,6 +1,6 @@
 import { ForeignHistoryError, type SavedFullSnapshot } from '@etcd-steward/core/backup';
 import { errorMessage, type Logger, OperationError } from '@etcd-steward/core/common';
-import type { EtcdConnection } from '@etcd-steward/core/etcd';
+import { type EtcdConnection, memberStatus } from '@etcd-steward/core/etcd';
 import { type CompressionPolicy, parseSnapshotName, type SnapshotRef } from '@etcd-steward/core/format';
 import type { SnapStore } from '@etcd-steward/core/store';
 import { DeltaWriter } from './delta-writer.js';
@@ -99,10 +99,13 @@ export class SnapshotTerm {
     const { lastFull } = this.storeChain;
     const due = this.storeChain.forked
       ? "etcd's history left the store's"
-      : this.options.schedule.dueAtStart(
-          lastFull && { createdAt: lastFull.createdAt, final: lastFull.final },
-          this.options.state.lastFullFailed,
-          new Date(),
+      : await this.unchangedSince(
+          lastFull,
+          this.options.schedule.dueAtStart(
+            lastFull && { createdAt: lastFull.createdAt, final: lastFull.final },
+            this.options.state.lastFullFailed,
+            new Date(),
+          ),
         );
     this.options.state.fullRequired = due !== undefined;
     if (due) {
@@ -112,6 +115,27 @@ export class SnapshotTerm {
       this.fulls.armNext();
     }
     this.startDeltas();
+  }
+
+  /**
+   * `due`, unless etcd has not changed since the store's newest full snapshot (a final one, say, from just before
+   * a restart): another one at the same revision would hold nothing new.
+   */
+  private async unchangedSince(
+    lastFull: SnapshotRef | undefined,
+    due: string | undefined,
+  ): Promise<string | undefined> {
+    if (!due || !lastFull) return due;
+    const { revision } = await memberStatus(this.options.connection, { timeoutMs: 5_000 }).catch(() => ({
+      revision: 0,
+    }));
+    if (revision !== lastFull.lastRevision) return due;
+    this.logger.info("no full snapshot at start-up: the newest one holds etcd's current revision", {
+      name: lastFull.name,
+      revision,
+      due,
+    });
+    return undefined;
   }
 
   private startDeltas(): void {
