@@ -268,6 +268,20 @@ describe('etcd-validate check (the built program, data dirs of a real etcd)', ()
     expect(good.report?.store?.newestRevision).toBe(good.report?.db?.revision);
   });
 
+  it("a data dir of another cluster, at or past the store's revision: cannot decide, nothing called valid", async () => {
+    const other = path('other', 'data');
+    // Another cluster: as many writes and more, other values, so its revision passes the store's.
+    await withMember(other, async (client) => {
+      await writeWorkload(client, { keys: 400, valueSize: 200, prefix: '/other/' });
+      for (let i = 0; i < 200; i++) await client.put(`/other-later/${i}`).value('w'.repeat(100));
+    });
+    const res = await check(other, ['--store', storeUrl]);
+    expect(res.report?.db?.revision).toBeGreaterThanOrEqual(res.report?.store?.newestRevision ?? 0);
+    expect(res.code).toBe(6);
+    expect(res.report?.verdict).toBe('cannot-decide');
+    expect(res.report?.reason).toMatch(/the data dir and the store hold different histories: at revision \d+/);
+  });
+
   it('a store that cannot be listed: cannot decide, and no credential in the output', async () => {
     const port = await freePort(); // nothing listens there
     const secret = 'validate-test-secret-never-shown';
