@@ -186,9 +186,20 @@ export async function checkAndPlan(
  */
 export function refuseGap(plan: RestorePlan, chain: SnapshotChain, allowPartial = false): void {
   if (!chain.gap || allowPartial) return;
-  throw new OperationError(
-    `revisions ${chain.gap.from}..${chain.gap.to} are in no delta in ${plan.store} (a delta is missing); nothing was restored. Pass --allow-partial to restore up to revision ${chain.lastRevision}`,
-  );
+  throw new MissingRevisionsError(plan.store, chain, chain.gap);
+}
+
+/** A chain misses revisions and the restore was not allowed to stop short: callers other than etcd-restore reword it. */
+export class MissingRevisionsError extends OperationError {
+  constructor(
+    readonly store: string,
+    readonly chain: SnapshotChain,
+    readonly gap: { from: number; to: number },
+  ) {
+    super(
+      `revisions ${gap.from}..${gap.to} are in no delta in ${store} (a delta is missing); nothing was restored. Pass --allow-partial to restore up to revision ${chain.lastRevision}`,
+    );
+  }
 }
 
 /** Where the member's data dir is made, in the work dir, before it is swapped in. */
