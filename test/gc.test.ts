@@ -205,6 +205,33 @@ describe('etcd-gc (programs as processes, real etcd, file:// and S3 stores)', ()
     expect(await files(path('locked'))).toEqual(before);
   });
 
+  it('refuses a keep rule of 0, which keeps nothing: exit 2, the flag and the fix named, nothing deleted', async () => {
+    await cp(path('origin'), path('keeps-nothing'), { recursive: true }); // a run that is not refused deletes
+    const before = await files(path('keeps-nothing'));
+    const store = `file://${path('keeps-nothing')}`;
+    for (const args of [
+      ['--keep-last', '0'],
+      ['--keep-daily', '7', '--keep-hourly', '0'],
+      ['--keep-within', '0'],
+    ]) {
+      const res = await gc(store, ...args);
+      expect(res.code, res.stderr).toBe(2);
+      const flag = args.at(-2)!;
+      expect(JSON.parse(res.stderr.trim().split('\n').at(-1)!).msg).toMatch(
+        new RegExp(`^${flag} "0" keeps nothing: give (1 or more|a time above zero).*, or leave the flag out$`),
+      );
+    }
+    expect(await files(path('keeps-nothing'))).toEqual(before);
+  });
+
+  it('names --max-total-size when it is given without a policy (exit 2)', async () => {
+    const res = await gc(`file://${path('locked')}`, '--max-total-size', '50Gi');
+    expect(res.code, res.stderr).toBe(2);
+    expect(JSON.parse(res.stderr.trim().split('\n').at(-1)!).msg).toMatch(
+      /^--max-total-size "50Gi" alone is no retention policy: .* e\.g\. --keep-daily 30 --max-total-size 50Gi$/,
+    );
+  });
+
   it('one at a time: a live lock stops a run; of two runs at once one works and the other says the store is locked', async () => {
     const store = `file://${path('locked')}`;
     const before = await files(path('locked'));
