@@ -1,4 +1,5 @@
-import { cp, mkdir, open, readdir, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { cp, mkdir, open, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import {
@@ -19,7 +20,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type S3Target, startS3Target } from '../packages/core/test/store/s3-target.js';
 import { ebrLocalListing } from './ebr-local-listing.js';
 import { ebrStoreDir } from './fixtures.js';
-import { runProgram } from './run-program.js';
+import { runProgram, startProgram } from './run-program.js';
+import { waitFor } from './sidecar-helpers.js';
 import { tempDir } from './temp-dir.js';
 
 /**
@@ -260,6 +262,29 @@ describe('etcd-gc (programs as processes, real etcd, file:// and S3 stores)', ()
     expect(both.map((r) => r.code).sort()).toEqual([0, 1]);
     expect(both.find((r) => r.code === 1)?.stderr).toMatch(/is locked by .+ \(etcd-gc\)/);
     expect(await ebrLocalListing(path('locked'))).toHaveLength(3);
+  });
+
+  it('takes over at once the lock of a gc on this host that was killed, saying so, instead of waiting for it to expire', async () => {
+    await cp(path('origin'), path('dead-holder'), { recursive: true });
+    const store = `file://${path('dead-holder')}`;
+    const killed = startProgram('etcd-gc', ['--store', store, '--lock-settle', '30s', '--keep-last', '1']);
+    const exited = new Promise((resolve) => killed.once('exit', resolve));
+    await waitFor(
+      'the first gc to write its lock',
+      async () => existsSync(path('dead-holder', 'locks', 'maintenance.json')),
+      30_000,
+    );
+    killed.kill('SIGKILL');
+    await exited;
+    const lock = JSON.parse(await readFile(path('dead-holder', 'locks', 'maintenance.json'), 'utf8'));
+    expect(Date.parse(lock.expiresAt)).toBeGreaterThan(Date.now() + 60_000); // the default --lock-ttl, 2m, is far off
+
+    const res = await gc(store, '--keep-last', '1');
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stderr).toMatch(
+      /"level":"warn","msg":"taking over the store lock: its holder, a process on this host, has ended".*"purpose":"etcd-gc"/,
+    );
+    expect(existsSync(path('dead-holder', 'locks', 'maintenance.json'))).toBe(false);
   });
 
   describe('on the S3 test server', () => {

@@ -128,6 +128,7 @@ export async function compactChain(options: CompactOptions, binaries?: EtcdBinar
         settleMs: options.lockSettleMs ?? DEFAULT_LOCK_SETTLE_MS,
         purpose: 'etcd-compact',
         signal: options.signal,
+        logger: options.logger,
       },
     );
   } catch (err) {
