@@ -1,6 +1,7 @@
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { LocalStore, listSnapshots, openStore, type SnapStore, snapshotName } from '@etcd-steward/core';
 import { buildChainStore, startCluster, storeDeltas, syntheticEvents } from '@etcd-steward/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -62,6 +63,23 @@ describe('etcd-compact on a small chain: bad usage, failures, a final chain', ()
     expect(res.code).toBe(1);
     expect(res.stderr).toMatch(/revisions \d+\.\.\d+ are in no delta .*nothing was stored/);
     expect((await listSnapshots(gapped)).map((e) => e.name)).toEqual(names);
+  });
+
+  it('newest full snapshot damaged, the chain before it missing a delta: exit 1, advice that etcd-compact takes', async () => {
+    const store = await copyOfStore('fallback-gapped');
+    const entries = await listSnapshots(store);
+    const [older, newest] = entries.filter((e) => e.kind === 'Full');
+    await store.delete(entries.find((e) => e.kind === 'Incr' && e.startRevision === older.lastRevision + 1)!.name);
+    const db = gunzipSync(Buffer.concat(await (await store.get(newest.name)).toArray()));
+    db[Math.floor(db.length / 2)] ^= 0x10;
+    await store.put(newest.name, Readable.from([gzipSync(db)]));
+    const names = (await listSnapshots(store)).map((e) => e.name);
+    const res = await runProgram('etcd-compact', ['--store', `file://${at('fallback-gapped')}`, '--work-dir', at()]);
+    expect(res.code).toBe(1);
+    const message = JSON.parse(res.stderr.trim().split('\n').at(-1)!).msg;
+    expect(message).toMatch(/newer full snapshots failed verification.*are in no delta.*Take a full snapshot/);
+    expect(message).not.toMatch(/--allow-partial/);
+    expect((await listSnapshots(store)).map((e) => e.name)).toEqual(names);
   });
 
   it('folds a chain that ends with a final snapshot into a final full snapshot, with --compression gzip', async () => {
@@ -161,7 +179,7 @@ describe('etcd-compact on a small chain: bad usage, failures, a final chain', ()
     expect(await lockRecord(at('store'))).toBeUndefined();
   });
 
-  it('killed while its replay process runs: its lock holds until it expires; then the next run stops that process, clears the scratch folder and compacts', async () => {
+  it('killed while its replay process runs, its lock seen from another host: the lock holds until it expires; then the next run stops that process, clears the scratch folder and compacts', async () => {
     const url = `file://${at('killed')}`;
     await longChain('killed');
     const names = (await listSnapshots(new LocalStore(at('killed')))).map((e) => e.name);
@@ -175,6 +193,8 @@ describe('etcd-compact on a small chain: bad usage, failures, a final chain', ()
     await exited;
     expect(running(replayPid)).toBe(true); // nothing stopped it
     expect((await listSnapshots(new LocalStore(at('killed')))).map((e) => e.name)).toEqual(names);
+    // on this host the next run would see the holder gone and take its lock at once (gc.test.ts)
+    await rewriteLock(new LocalStore(at('killed')), { scope: 'another-node/boot/pid:[1]' });
     const refused = await runProgram('etcd-compact', ['--store', url, '--work-dir', work]);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(LOCKED_BY_COMPACTION);
@@ -200,11 +220,15 @@ async function lockRecord(dir: string): Promise<unknown> {
 }
 
 /** What time does to the lock of a holder that died: it expires. */
-async function expireLock(store: SnapStore): Promise<void> {
+function expireLock(store: SnapStore): Promise<void> {
+  return rewriteLock(store, { expiresAt: new Date(Date.now() - 1000).toISOString() });
+}
+
+async function rewriteLock(store: SnapStore, change: object): Promise<void> {
   let text = '';
   for await (const chunk of await store.get('locks/maintenance.json')) text += chunk;
-  const expired = { ...JSON.parse(text), expiresAt: new Date(Date.now() - 1000).toISOString() };
-  await store.put('locks/maintenance.json', Readable.from([Buffer.from(JSON.stringify(expired))]));
+  const changed = { ...JSON.parse(text), ...change };
+  await store.put('locks/maintenance.json', Readable.from([Buffer.from(JSON.stringify(changed))]));
 }
 
 /** A copy of the test's store, to change without disturbing the other tests. */

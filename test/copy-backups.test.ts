@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { copyFile, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { copyFile, cp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   freePort,
@@ -471,5 +471,31 @@ describe('etcd-copy-backups (programs as processes, real etcd, the store test se
     expect(res.code).toBe(0);
     expect(res.summary.finalSnapshot).toBe('timed out');
     expect(res.stderr).toMatch(/no final full snapshot before the timeout/);
+  });
+});
+
+describe('etcd-copy-backups between two spellings of one store', () => {
+  it('refuses them as the same store (exit 2), as it refuses one URL given twice, and copies nothing', async () => {
+    const store = at('one-store');
+    await cp(ebrStoreDir, store, { recursive: true });
+    await symlink(store, at('one-store-link'));
+    const before = await readdir(store, { recursive: true });
+    for (const to of [
+      `file://${store}/`,
+      `file://${store}//`,
+      `file://localhost${store}`,
+      `file://${store}/../one-store`,
+      `file://${at('one-store-link')}`,
+    ]) {
+      const res = await runProgram('etcd-copy-backups', ['--from', `file://${store}`, '--to', to]);
+      expect(res.code, to).toBe(2);
+      expect(JSON.parse(res.stderr.trim().split('\n').at(-1)!).msg, to).toMatch(
+        /^--from and --to are the same store \(.*\): give another destination$/,
+      );
+    }
+    const res = await runProgram('etcd-copy-backups', ['--from', 's3://backups/etcd', '--to', 's3://backups/etcd/']);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toMatch(/same store/);
+    expect(await readdir(store, { recursive: true })).toEqual(before);
   });
 });

@@ -1,4 +1,5 @@
-import { cp, mkdir, open, readdir, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { cp, mkdir, open, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import {
@@ -19,7 +20,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type S3Target, startS3Target } from '../packages/core/test/store/s3-target.js';
 import { ebrLocalListing } from './ebr-local-listing.js';
 import { ebrStoreDir } from './fixtures.js';
-import { runProgram } from './run-program.js';
+import { runProgram, startProgram } from './run-program.js';
+import { waitFor } from './sidecar-helpers.js';
 import { tempDir } from './temp-dir.js';
 
 /**
@@ -205,6 +207,33 @@ describe('etcd-gc (programs as processes, real etcd, file:// and S3 stores)', ()
     expect(await files(path('locked'))).toEqual(before);
   });
 
+  it('refuses a keep rule of 0, which keeps nothing: exit 2, the flag and the fix named, nothing deleted', async () => {
+    await cp(path('origin'), path('keeps-nothing'), { recursive: true }); // a run that is not refused deletes
+    const before = await files(path('keeps-nothing'));
+    const store = `file://${path('keeps-nothing')}`;
+    for (const args of [
+      ['--keep-last', '0'],
+      ['--keep-daily', '7', '--keep-hourly', '0'],
+      ['--keep-within', '0'],
+    ]) {
+      const res = await gc(store, ...args);
+      expect(res.code, res.stderr).toBe(2);
+      const flag = args.at(-2)!;
+      expect(JSON.parse(res.stderr.trim().split('\n').at(-1)!).msg).toMatch(
+        new RegExp(`^${flag} "0" keeps nothing: give (1 or more|a time above zero).*, or leave the flag out$`),
+      );
+    }
+    expect(await files(path('keeps-nothing'))).toEqual(before);
+  });
+
+  it('names --max-total-size when it is given without a policy (exit 2)', async () => {
+    const res = await gc(`file://${path('locked')}`, '--max-total-size', '50Gi');
+    expect(res.code, res.stderr).toBe(2);
+    expect(JSON.parse(res.stderr.trim().split('\n').at(-1)!).msg).toMatch(
+      /^--max-total-size "50Gi" alone is no retention policy: .* e\.g\. --keep-daily 30 --max-total-size 50Gi$/,
+    );
+  });
+
   it('one at a time: a live lock stops a run; of two runs at once one works and the other says the store is locked', async () => {
     const store = `file://${path('locked')}`;
     const before = await files(path('locked'));
@@ -233,6 +262,29 @@ describe('etcd-gc (programs as processes, real etcd, file:// and S3 stores)', ()
     expect(both.map((r) => r.code).sort()).toEqual([0, 1]);
     expect(both.find((r) => r.code === 1)?.stderr).toMatch(/is locked by .+ \(etcd-gc\)/);
     expect(await ebrLocalListing(path('locked'))).toHaveLength(3);
+  });
+
+  it('takes over at once the lock of a gc on this host that was killed, saying so, instead of waiting for it to expire', async () => {
+    await cp(path('origin'), path('dead-holder'), { recursive: true });
+    const store = `file://${path('dead-holder')}`;
+    const killed = startProgram('etcd-gc', ['--store', store, '--lock-settle', '30s', '--keep-last', '1']);
+    const exited = new Promise((resolve) => killed.once('exit', resolve));
+    await waitFor(
+      'the first gc to write its lock',
+      async () => existsSync(path('dead-holder', 'locks', 'maintenance.json')),
+      30_000,
+    );
+    killed.kill('SIGKILL');
+    await exited;
+    const lock = JSON.parse(await readFile(path('dead-holder', 'locks', 'maintenance.json'), 'utf8'));
+    expect(Date.parse(lock.expiresAt)).toBeGreaterThan(Date.now() + 60_000); // the default --lock-ttl, 2m, is far off
+
+    const res = await gc(store, '--keep-last', '1');
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stderr).toMatch(
+      /"level":"warn","msg":"taking over the store lock: its holder, a process on this host, has ended".*"purpose":"etcd-gc"/,
+    );
+    expect(existsSync(path('dead-holder', 'locks', 'maintenance.json'))).toBe(false);
   });
 
   describe('on the S3 test server', () => {

@@ -230,6 +230,20 @@ describe('etcd-restore when things go wrong (programs as processes, real etcd)',
     expect(await fingerprintOf(partial, 'missing')).toEqual(source.get(chain.fulls[1].revision));
   });
 
+  it('--dry-run exits as the run does when a delta is missing: 1, the plan printed, 0 with --allow-partial', async () => {
+    const store = await storeCopy('store-missing-plan');
+    const gone = chain.deltas[1];
+    await rm(join(store, gone.name));
+    const planned = await restore(store, 'missing-plan', ['--dry-run']);
+    expect(planned.code).toBe(1);
+    expect(JSON.parse(planned.stdout).chains[0].missing).toBe(
+      `revisions ${gone.startRevision}..${chain.lastRevision} are in no delta`,
+    );
+    expect(planned.stderr).toMatch(/"level":"error".*are in no delta.*Pass --allow-partial/);
+    expect(await exists(planned.dataDir)).toBe(false);
+    expect((await restore(store, 'missing-plan', ['--dry-run', '--allow-partial'])).code).toBe(0);
+  });
+
   it('after a SIGKILL midway, a rerun clears what was left (the private etcd too) and restores correctly', async () => {
     const store = join(dir, 'store');
     const first = await restore(store, 'killed', ['--dry-run']); // only to get the arguments

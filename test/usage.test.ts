@@ -127,6 +127,30 @@ describe('flags', () => {
     );
   });
 
+  it('a mistyped command is named, with the nearest one, in every program that has commands', async () => {
+    const store = `file://${path('none')}`;
+    const cases: [string, string[], RegExp][] = [
+      [
+        'etcd-validate',
+        ['chek', '--data-dir', path('dd')],
+        /^etcd-validate has no command "chek": did you mean check\?/,
+      ],
+      ['etcd-snapshot', ['sav', '--store', store], /^etcd-snapshot has no command "sav": did you mean save\?/],
+      [
+        'etcd-copy-backups',
+        ['exprot', '--from', store, '--to', path('out.tar')],
+        /^etcd-copy-backups has no command "exprot": did you mean export\? Its commands: copy, export, import, verify/,
+      ],
+      [
+        'etcd-validate',
+        ['--data-dir', path('dd')],
+        /^etcd-validate needs a command first: one of check, bootstrap, promote/,
+      ],
+    ];
+    for (const [program, args, message] of cases) expect(usageError(await runProgram(program, args))).toMatch(message);
+    await expect(readdir(path('out.tar'))).rejects.toThrow(/ENOENT/);
+  });
+
   it('a flag with choices refuses another value, naming them', async () => {
     const args = ['--store', `file://${path('a')}`, '--data-dir', path('dd'), '--verify', 'etcd-please'];
     expect(usageError(await runProgram('etcd-restore', args))).toMatch(

@@ -1,9 +1,11 @@
+import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { StoreLockedError, withStoreLock } from '../src/backup/store-lock.js';
+import { pidScope } from '../src/common/pid-scope.js';
 import { LocalStore } from '../src/store/local.js';
 
 let dir: string;
@@ -69,6 +71,26 @@ describe('withStoreLock', () => {
       ),
     ).rejects.toThrow(/locked by gone:1 \(gc\)/);
     expect(ran).toBe(false);
+  });
+
+  it('takes over an unexpired lock only when its holder is known to have ended: same host and pid namespace, pid gone', async () => {
+    const ended = spawnSync(process.execPath, ['-e', '']).pid;
+    const record = (pid: number, scope = pidScope()) => ({
+      token: 'z'.repeat(32),
+      holder: `here:${pid}`,
+      purpose: 'gc',
+      expiresAt: new Date(Date.now() + 60_000).toISOString(),
+      pid,
+      scope,
+    });
+    const put = (r: object) => store.put('locks/maintenance.json', Readable.from([Buffer.from(JSON.stringify(r))]));
+    const take = () => withStoreLock(store, 'maintenance', async () => 'taken', lockOptions);
+    for (const live of [record(process.ppid), record(ended, 'elsewhere/boot/pid:[1]'), record(process.pid)]) {
+      await put(live);
+      await expect(take()).rejects.toThrow(/is locked by here:/);
+    }
+    await put(record(ended));
+    await expect(take()).resolves.toBe('taken');
   });
 
   it('aborts the work when the lock is lost (a stalled holder whose lock another took), and refuses a lock it did not write', async () => {

@@ -8,6 +8,7 @@ import {
   memberOptions,
   programArgs,
   REPLAY_METHODS,
+  refuseGap,
   reportUsage,
   restore,
   restoreSettings,
@@ -34,7 +35,8 @@ await programArgs('etcd-restore')
         .option('dry-run', {
           type: 'boolean',
           default: false,
-          describe: 'Print the plan (objects, revisions, sizes) and change nothing; exits 2 where the restore would',
+          describe:
+            'Print the plan (objects, revisions, sizes) and change nothing; fails where the restore would fail before it starts, with its exit code',
         })
         .option('snapshot', {
           type: 'string',
@@ -103,6 +105,7 @@ await programArgs('etcd-restore')
             true,
           );
           process.stdout.write(output === 'json' ? `${JSON.stringify(describePlan(plan))}\n` : formatPlan(plan));
+          refuseGap(plan, plan.chains[0], settings.allowPartial);
           return;
         }
         const result = await restore({

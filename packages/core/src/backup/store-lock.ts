@@ -3,6 +3,8 @@ import { hostname } from 'node:os';
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { OperationError, UsageError } from '../common/errors.js';
+import type { Logger } from '../common/logger.js';
+import { pidScope, processEnded } from '../common/pid-scope.js';
 import { ObjectNotFoundError, type SnapStore } from '../store/snapstore.js';
 
 /**
@@ -23,6 +25,8 @@ export interface StoreLockOptions {
   /** What the holder is doing, shown to whoever finds the lock taken. */
   purpose: string;
   signal?: AbortSignal;
+  /** Told when a lock whose holder ended is taken over before it expired. */
+  logger?: Logger;
 }
 
 export const DEFAULT_LOCK_SETTLE_MS = 5_000;
@@ -35,11 +39,15 @@ interface LockRecord {
   holder: string;
   purpose: string;
   expiresAt: string;
+  /** The holder's pid and where it means that process (pid-scope.ts): a taker there can tell it has ended. */
+  pid?: number;
+  scope?: string;
 }
 
 /**
  * Runs `fn` while holding the store lock `name`: an object `locks/<name>.json` in the store with an expiry.
- * A holder that dies stops renewing and the lock expires after `ttlMs`; two takers at once both write, wait,
+ * A holder that dies stops renewing and the lock expires after `ttlMs`, or sooner for a taker that can see it
+ * has ended (the same host and pid namespace, its pid gone); two takers at once both write, wait,
  * and read back, and only the one whose write is there (the last) goes on. Clocks of the takers are compared
  * through the expiry, so they must agree to well within `ttlMs`. `fn`'s signal aborts if the lock is lost.
  */
@@ -76,6 +84,7 @@ export async function withStoreLock<T>(
 class StoreLock {
   private readonly token = randomBytes(16).toString('hex');
   private readonly holder = `${hostname()}:${process.pid}`;
+  private readonly scope = pidScope();
   private readonly settleMs: number;
 
   constructor(
@@ -103,7 +112,13 @@ class StoreLock {
     const started = Date.now();
     const current = await this.read();
     if (current && current.token !== this.token && Date.parse(current.expiresAt) > Date.now()) {
-      throw this.taken(current);
+      if (!processEnded(current.scope, current.pid)) throw this.taken(current);
+      this.options.logger?.warn('taking over the store lock: its holder, a process on this host, has ended', {
+        lock: this.object,
+        holder: current.holder,
+        purpose: current.purpose,
+        expiresAt: current.expiresAt,
+      });
     }
     await this.write();
     if (Date.now() - started > this.settleMs / 2) {
@@ -142,6 +157,8 @@ class StoreLock {
       holder: this.holder,
       purpose: this.options.purpose,
       expiresAt: new Date(Date.now() + this.options.ttlMs).toISOString(),
+      pid: process.pid,
+      ...(this.scope !== undefined ? { scope: this.scope } : {}),
     };
     await this.store.put(this.object, Readable.from([Buffer.from(JSON.stringify(record))]));
   }
@@ -169,7 +186,7 @@ class StoreLock {
 
   private taken(current: LockRecord): StoreLockedError {
     return new StoreLockedError(
-      `${this.store.location} is locked by ${current.holder} (${current.purpose}) until ${current.expiresAt}: another gc or compaction runs; try again later (a holder that died lets the lock expire)`,
+      `${this.store.location} is locked by ${current.holder} (${current.purpose}) until ${current.expiresAt}: another gc or compaction runs; try again later (a holder that died lets the lock expire, or on this host is found gone at once)`,
     );
   }
 }
@@ -178,7 +195,12 @@ function parseRecord(text: string): LockRecord | undefined {
   try {
     const r = JSON.parse(text) as Partial<LockRecord>;
     const fields = [r.token, r.holder, r.purpose, r.expiresAt];
-    if (fields.every((f) => typeof f === 'string' && f.length <= 256) && !Number.isNaN(Date.parse(r.expiresAt!))) {
+    if (
+      fields.every((f) => typeof f === 'string' && f.length <= 256) &&
+      !Number.isNaN(Date.parse(r.expiresAt!)) &&
+      (r.pid === undefined || Number.isSafeInteger(r.pid)) &&
+      (r.scope === undefined || (typeof r.scope === 'string' && r.scope.length <= 256))
+    ) {
       return r as LockRecord;
     }
   } catch {}

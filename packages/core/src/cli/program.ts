@@ -7,6 +7,7 @@ import { errorMessage, StewardError, UsageError } from '../common/errors.js';
 import { createLogger, LOG_LEVELS, type Logger, type LogLevel } from '../common/logger.js';
 import { readKeyFile } from '../format/encryption-keys.js';
 import { storeUrlFromProviderFlags } from '../store/provider-flags.js';
+import { checkCommandGiven, recordCommandNames } from './command-names.js';
 import { resolveFlags } from './flag-sources.js';
 
 /** The toolkit's version, one for all its programs: core's, which every program is built with. */
@@ -22,8 +23,10 @@ let logLevel: LogLevel = 'info';
  * e.g. ETCD_STEWARD_STORE) > a YAML file given with `--config` > defaults.
  */
 export function programArgs(name: string, argv = hideBin(process.argv)): Argv {
+  const y = yargs(argv);
+  const commands = recordCommandNames(y);
   return (
-    yargs(argv)
+    y
       .scriptName(name)
       .option('config', {
         type: 'string',
@@ -45,6 +48,13 @@ export function programArgs(name: string, argv = hideBin(process.argv)): Argv {
         if (LOG_LEVELS.includes(level)) logLevel = level;
       }, true)
       .completion('completion', 'Print a bash or zsh completion script, to source from ~/.bashrc or ~/.zshrc')
+      .middleware((args) => {
+        try {
+          checkCommandGiven(name, commands, args._);
+        } catch (err) {
+          reportUsage(err);
+        }
+      }, true)
       // yargs passes itself to middleware, though its types do not say so.
       .middleware(
         (async (args: Record<string, unknown>, y: Argv) => {

@@ -94,13 +94,25 @@ export function retentionPolicy(args: RetentionArgs, options: { chunkMaxAgeMs: n
     }
     return value;
   };
+  // A rule of 0 keeps nothing: given alone it would delete all but the newest chain, which is never a default.
+  const keepsNothing = (flag: string, fix: string) =>
+    new UsageError(
+      `${flagGiven(args, flag, args[flag as keyof RetentionArgs])} keeps nothing: ${fix}, or leave the flag out`,
+    );
+  const rule = (flag: keyof RetentionArgs & `keep-${string}`): number | undefined => {
+    const value = count(flag);
+    if (value === 0) throw keepsNothing(flag, 'give 1 or more');
+    return value;
+  };
+  const withinMs = args['keep-within'] === undefined ? undefined : parseDuration(args['keep-within'], 'keep-within');
+  if (withinMs === 0) throw keepsNothing('keep-within', 'give a time above zero (e.g. 36h)');
   const keep: KeepRules = {
-    last: count('keep-last'),
-    hourly: count('keep-hourly'),
-    daily: count('keep-daily'),
-    weekly: count('keep-weekly'),
-    monthly: count('keep-monthly'),
-    withinMs: args['keep-within'] === undefined ? undefined : parseDuration(args['keep-within'], 'keep-within'),
+    last: rule('keep-last'),
+    hourly: rule('keep-hourly'),
+    daily: rule('keep-daily'),
+    weekly: rule('keep-weekly'),
+    monthly: rule('keep-monthly'),
+    withinMs,
   };
   for (const key of Object.keys(keep) as (keyof KeepRules)[]) if (keep[key] === undefined) delete keep[key];
   let ebr: EbrPolicy | undefined;
@@ -112,6 +124,11 @@ export function retentionPolicy(args: RetentionArgs, options: { chunkMaxAgeMs: n
     ebr = { policy: 'LimitBased', maxBackups };
   } else if (args['garbage-collection-policy'] === 'Exponential') {
     ebr = { policy: 'Exponential' };
+  }
+  if (!ebr && !hasKeepRules(keep) && args['max-total-size'] !== undefined) {
+    throw new UsageError(
+      `${flagGiven(args, 'max-total-size', args['max-total-size'])} alone is no retention policy: the cap applies to what a policy keeps. Give it with --garbage-collection-policy Exponential|LimitBased or keep rules, e.g. --keep-daily 30 --max-total-size ${args['max-total-size']}`,
+    );
   }
   if (!ebr && !hasKeepRules(keep)) {
     throw new UsageError(

@@ -16,6 +16,7 @@ export * from './logger.js';
 export * from './memory-bound.js';
 export * from './node-http.js';
 export * from './ordered-prefetch.js';
+export * from './pid-scope.js';
 export * from './progress.js';
 export * from './protobuf-wire.js';
 export * from './terminal-style.js';

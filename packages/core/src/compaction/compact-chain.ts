@@ -12,13 +12,13 @@ import type { MemberConfig } from '../etcd/snapshot-restore-command.js';
 import { type CompressionPolicy, decompressor } from '../format/compression.js';
 import { FullSnapshotCheck, SNAPSHOT_TRAILER } from '../format/full-snapshot-check.js';
 import { parseSnapshotName } from '../format/snapshot-name.js';
-import { restore } from '../restore/restore.js';
+import { MissingRevisionsError, restore } from '../restore/restore.js';
 import { openStore } from '../store/location.js';
 import type { SnapStore } from '../store/snapstore.js';
 import { dbKeyspace } from '../validation/db-keyspace.js';
 import { writeCompactedDb } from './compacted-db.js';
 import { holdCompactedSnapshot } from './compacted-snapshot.js';
-import { type CompactionPlan, planCompaction } from './compaction-plan.js';
+import { type CompactionPlan, foldGapError, planCompaction } from './compaction-plan.js';
 import { CompactionScratch } from './compaction-scratch.js';
 import { compactInEtcd, type EtcdCompactionOptions } from './etcd-compaction.js';
 import { HeldSnapshot } from './held-snapshot.js';
@@ -128,6 +128,7 @@ export async function compactChain(options: CompactOptions, binaries?: EtcdBinar
         settleMs: options.lockSettleMs ?? DEFAULT_LOCK_SETTLE_MS,
         purpose: 'etcd-compact',
         signal: options.signal,
+        logger: options.logger,
       },
     );
   } catch (err) {
@@ -179,6 +180,9 @@ async function foldChain(
       encryptionKeyFile: options.encryptionKeyFile,
       logger,
       signal: options.signal,
+    }).catch((err) => {
+      // the plan's chain had no gap: this is an older one the restore fell back to; etcd-restore's advice does not apply
+      throw err instanceof MissingRevisionsError ? foldGapError(err.store, err.chain, err.gap, true) : err;
     });
     // the restore's check read it from the db file; the same read where it did not
     const fingerprint =

@@ -29,11 +29,7 @@ export async function planCompaction(
 ): Promise<CompactionPlan> {
   const plan = await planRestore(store, {}, options);
   const chain = plan.chains[0];
-  if (chain.gap) {
-    throw new OperationError(
-      `revisions ${chain.gap.from}..${chain.gap.to} are in no delta in ${plan.store} (a delta after ${chain.full.name} is missing): a compaction would fold only up to revision ${chain.lastRevision}; nothing was stored. Take a full snapshot (etcd-snapshot save, or the sidecar's /snapshot/full) to start a complete chain`,
-    );
-  }
+  if (chain.gap) throw foldGapError(plan.store, chain, chain.gap);
   const objects: CatalogEntry[] = [chain.full, ...chain.deltas];
   return {
     store: plan.store,
@@ -47,6 +43,22 @@ export async function planCompaction(
         }
       : {}),
   };
+}
+
+/**
+ * Why a chain that misses revisions is not folded, and what to do. `fallback`: the newer full snapshots failed
+ * verification and the restore fell back to this chain.
+ */
+export function foldGapError(
+  store: string,
+  chain: SnapshotChain,
+  gap: { from: number; to: number },
+  fallback = false,
+): OperationError {
+  const why = fallback ? 'the newer full snapshots failed verification (logged above), and ' : '';
+  return new OperationError(
+    `${why}revisions ${gap.from}..${gap.to} are in no delta in ${store} (a delta after ${chain.full.name} is missing): a compaction would fold only up to revision ${chain.lastRevision}; nothing was stored. Take a full snapshot (etcd-snapshot save, or the sidecar's /snapshot/full) to start a complete chain`,
+  );
 }
 
 /** The plan as `--dry-run --output json` prints it. */

@@ -6,7 +6,7 @@ import { prefetchInOrder } from '../common/ordered-prefetch.js';
 import { openStore } from '../store/location.js';
 import { ObjectNotFoundError, type SnapStore } from '../store/snapstore.js';
 import { sourceCredentialsEnv } from '../store/source-credentials.js';
-import { parseStoreUrl, redact } from '../store/store-url.js';
+import { parseStoreUrl, redact, sameStore } from '../store/store-url.js';
 import { type BackupFilters, checkFilters, selectBackups } from './backup-selection.js';
 import { alreadyHeld, copyObject, objectMetadata } from './copy-object.js';
 import { CopyProgress } from './copy-progress.js';
@@ -65,8 +65,9 @@ export function checkCopySettings(
   }
   const from = parseStoreUrl(options.from, '--from');
   const to = parseStoreUrl(options.to, '--to');
-  if (redact(from.url) === redact(to.url)) {
-    throw new UsageError(`--from and --to are the same store (${redact(to.url)}): give another destination`);
+  if (sameStore(from, to)) {
+    const spelled = redact(from.url) === redact(to.url) ? redact(to.url) : `${redact(from.url)} and ${redact(to.url)}`;
+    throw new UsageError(`--from and --to are the same store (${spelled}): give another destination`);
   }
 }
 

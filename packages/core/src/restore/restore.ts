@@ -83,14 +83,10 @@ export async function restore(options: RestoreOptions): Promise<RestoreResult> {
   const method = options.replay ?? 'direct';
   try {
     for (const chain of plan.chains) {
+      refuseGap(plan, chain, options.allowPartial);
       const lost = chain.gap
         ? { fromRevision: chain.gap.from, toRevision: chain.gap.to, reason: 'no delta holds them' }
         : undefined;
-      if (lost && !options.allowPartial) {
-        throw new OperationError(
-          `revisions ${lost.fromRevision}..${lost.toRevision} are in no delta in ${plan.store} (a delta is missing); nothing was restored. Pass --allow-partial to restore up to revision ${chain.lastRevision}`,
-        );
-      }
       logger.info('restoring', {
         full: chain.full.name,
         deltas: chain.deltas.length,
@@ -216,6 +212,28 @@ export async function checkAndPlan(
   const store = await openStore(options.store, { encryptionKeyFile: options.encryptionKeyFile });
   const plan = await planRestore(store, options, { signal: options.signal }).finally(() => store.close?.());
   return { target, binaries, plan };
+}
+
+/**
+ * A chain with revisions in no delta restores only with --allow-partial. `--dry-run` asks this of the chain the
+ * run starts with, so that its exit code is the run's.
+ */
+export function refuseGap(plan: RestorePlan, chain: SnapshotChain, allowPartial = false): void {
+  if (!chain.gap || allowPartial) return;
+  throw new MissingRevisionsError(plan.store, chain, chain.gap);
+}
+
+/** A chain misses revisions and the restore was not allowed to stop short: callers other than etcd-restore reword it. */
+export class MissingRevisionsError extends OperationError {
+  constructor(
+    readonly store: string,
+    readonly chain: SnapshotChain,
+    readonly gap: { from: number; to: number },
+  ) {
+    super(
+      `revisions ${gap.from}..${gap.to} are in no delta in ${store} (a delta is missing); nothing was restored. Pass --allow-partial to restore up to revision ${chain.lastRevision}`,
+    );
+  }
 }
 
 /** Where the member's data dir is made, in the work dir, before it is swapped in. */

@@ -88,6 +88,7 @@ export async function pruneStore(store: SnapStore, options: PruneOptions): Promi
     settleMs: options.lockSettleMs,
     purpose: options.purpose ?? 'garbage collection',
     signal: options.signal,
+    logger: options.logger,
   });
 }
 

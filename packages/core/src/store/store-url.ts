@@ -1,3 +1,5 @@
+import { realpathSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { UsageError } from '../common/errors.js';
 
 /** The URL schemes of the providers location.ts opens. */
@@ -49,4 +51,24 @@ export function parseStoreUrl(raw: string, flag = '--store'): StoreLocation {
 /** The URL without user info or query (which may carry credentials), for messages. */
 export function redact(url: URL): string {
   return `${url.protocol}//${url.host}${url.pathname}`;
+}
+
+/**
+ * Whether two locations are one store however they are spelled: a trailing or doubled slash, `.` and `..`, a
+ * `localhost` host or a symbolic link (file://), slashes around a prefix. Query options are not compared.
+ */
+export function sameStore(a: StoreLocation, b: StoreLocation): boolean {
+  return storeIdentity(a) === storeIdentity(b);
+}
+
+function storeIdentity(location: StoreLocation): string {
+  if (location.scheme !== 'file') return `${location.scheme}://${location.container}/${location.prefix}`;
+  const dir = resolve(location.container);
+  let real = dir;
+  try {
+    real = realpathSync(dir);
+  } catch {
+    // not there yet: then it is not the other store, which must exist to be copied from
+  }
+  return `file://${real}`;
 }
