@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { storedRevisionDigest } from '../backup/revision-digest.js';
 import { type CatalogEntry, listSnapshots } from '../backup/snapshot-catalog.js';
 import { errorMessage, UsageError } from '../common/errors.js';
+import { EncryptionKeyError } from '../format/encryption.js';
 import { openStore } from '../store/location.js';
 import { isTransient } from '../store/retry.js';
 import type { SnapStore } from '../store/snapstore.js';
@@ -357,7 +358,11 @@ async function checkSameHistory(
     for (const entry of candidates) {
       const inDb = dbRevisionDigest(join(dataDir, 'member', 'snap', 'db'), entry.lastRevision);
       if (inDb === undefined) return; // compacted in the db: so is every older revision
-      const inStore = await storedRevisionDigest(store, entry, scratch);
+      // An encrypted delta without the key (check needs none) tells nothing; a full snapshot's digest is plain.
+      const inStore = await storedRevisionDigest(store, entry, scratch).catch((err) => {
+        if (err instanceof EncryptionKeyError) return undefined;
+        throw err;
+      });
       if (inStore === undefined) continue;
       if (inStore === inDb) return;
       throw new Decided('cannot-decide', {
