@@ -1,3 +1,4 @@
+export * from './chain-heads.js';
 export * from './components.js';
 export * from './cron-schedule.js';
 export * from './delta-writer.js';

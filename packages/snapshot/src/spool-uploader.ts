@@ -2,10 +2,10 @@ import { METADATA_ETCD_VERSION } from '@etcd-steward/core/backup';
 import { Backoff, errorMessage, type Logger } from '@etcd-steward/core/common';
 import { parseSnapshotName, type SnapshotRef } from '@etcd-steward/core/format';
 import { METADATA_SHA256, type SnapStore } from '@etcd-steward/core/store';
+import { type ChainHeads, spoolFit } from './chain-heads.js';
 import type { Serial } from './serial.js';
 import type { SnapshotMetrics } from './snapshot-metrics.js';
 import { isSpooledFull, type Spool, type SpooledDelta } from './spool.js';
-import { type ChainHeads, spoolFit } from './store-chain.js';
 
 export interface SpoolUploaderOptions {
   /** Written to only while this sidecar leads (a FencedStore). */
