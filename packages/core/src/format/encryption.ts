@@ -58,6 +58,7 @@ export class ObjectCipher extends Transform {
   private readonly header: Buffer;
   private readonly noncePrefix = randomBytes(NONCE_PREFIX);
   private index = 0;
+  private nameSealed = false;
 
   constructor(
     kek: EncryptionKey,
@@ -90,8 +91,13 @@ export class ObjectCipher extends Transform {
     done();
   }
 
-  /** The bytes that end the object, binding it to `name`. */
+  /**
+   * The bytes that end the object, binding it to `name`; once only: its nonce is fixed, and two GCM tags under one
+   * nonce give away the key that authenticates every chunk of the object.
+   */
   nameSeal(name: string): Buffer {
+    if (this.nameSealed) throw new Error('an encrypted object is sealed with its name once only');
+    this.nameSealed = true;
     const bytes = nameBytes(name);
     const cipher = createCipheriv('aes-256-gcm', this.dataKey, nameSealNonce(this.noncePrefix));
     cipher.setAAD(Buffer.concat([this.header, bytes]));
