@@ -1,9 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, copyFile, mkdir, open, readdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, cp, mkdir, open, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ENCRYPTION_MAGIC, freePort, type KeyspaceFingerprint } from '@etcd-steward/core';
-import { startCluster, type TestCluster, writeWorkload } from '@etcd-steward/testing';
+import {
+  ENCRYPTION_MAGIC,
+  EncryptedStore,
+  freePort,
+  type KeyspaceFingerprint,
+  keyspaceFingerprint,
+  LocalStore,
+  parseKeyFile,
+} from '@etcd-steward/core';
+import { buildChainStore, type ChainStore, startCluster, type TestCluster, writeWorkload } from '@etcd-steward/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { restoreAndFingerprint } from './restore-program.js';
 import { runProgram } from './run-program.js';
@@ -229,5 +237,84 @@ describe('client-side encryption through the programs (real etcd, processes)', (
       `the encryption key file ${open} has mode 0644: others may read it or group or others may change it; make it its owner's alone: chmod 600 ${open}`,
     );
     expect(await readdir(join(at('store'), 'v2'))).toEqual(before);
+  });
+});
+
+/**
+ * A store the way the sidecar fills it with a key (two encrypted fulls and their deltas), and what damage or someone
+ * who can write to the bucket does to it: each copy of it is restored with the key, exactly or not at all.
+ */
+describe('damage and substitutes in an encrypted store (real etcd, processes)', () => {
+  const at = tempDir('encryption-damage-');
+  let cluster: TestCluster;
+  let chain: ChainStore;
+  let keys: string;
+  /** The keyspace at the chain's last revision. */
+  let source: KeyspaceFingerprint;
+  const origin = () => at('origin');
+  /** A copy of the store to damage, as a file:// URL beside its folder. */
+  const copyOf = async (name: string) => {
+    await cp(origin(), at(name), { recursive: true });
+    return { dir: at(name), url: `file://${at(name)}` };
+  };
+  const older = () => chain.fulls[0].name;
+  const newer = () => chain.fulls[1].name;
+
+  beforeAll(async () => {
+    cluster = await startCluster();
+    keys = at('keys');
+    await writeFile(keys, `k1 ${randomBytes(32).toString('hex')}\n`, { mode: 0o400 });
+    const client = cluster.client();
+    const store = new EncryptedStore(new LocalStore(origin()), parseKeyFile(await readFile(keys, 'utf8'), keys));
+    chain = await buildChainStore(client, cluster.endpoints, store, { tempDir: at(), keys: 600, compression: 'zstd' });
+    source = await keyspaceFingerprint(client, chain.lastRevision);
+  });
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  it("a changed byte in the newer full's header (its wrapped data key) is damage: restore falls back to the older full exactly, and gc with the key keeps the older full", async () => {
+    const { dir, url } = await copyOf('header');
+    const path = join(dir, newer());
+    const bytes = await readFile(path);
+    // magic, version, key id length, key id, chunk size, nonce prefix, the wrap's nonce: then the wrapped key
+    bytes[10 + bytes[9] + 4 + 7 + 12 + 5] ^= 0x01;
+    await writeFile(path, bytes);
+
+    const { result, fingerprint } = await restoreAndFingerprint(url, at(), 'header-restored', [
+      '--encryption-key-file',
+      keys,
+    ]);
+    expect(result.snapshot).toContain(older());
+    expect(fingerprint).toEqual(source);
+
+    // Without the key, gc cannot tell: it keeps the newer full unverified, and its JSON warnings say so.
+    const keyless = await runProgram('etcd-gc', [
+      ...['--store', url, '--keep-last', '1', '--dry-run', '--output', 'json'],
+    ]);
+    expect(keyless.code, keyless.stderr).toBe(0);
+    const unverified = JSON.parse(keyless.stdout);
+    expect(unverified.restorableFull).toBe(newer());
+    expect(unverified.warnings).toEqual([
+      expect.stringMatching(
+        new RegExp(`^${newer()} is kept unverified: \\S+ is encrypted with key "k1": give --encryption-key-file`),
+      ),
+    ]);
+
+    // With it, the newer full does not verify, so the older one starts the newest restorable chain and stays.
+    const gc = await runProgram('etcd-gc', [
+      ...['--store', url, '--keep-last', '1', '--lock-settle', '1s', '--encryption-key-file', keys, '--output', 'json'],
+    ]);
+    expect(gc.code, gc.stderr).toBe(0);
+    const report = JSON.parse(gc.stdout);
+    expect(report.restorableFull).toBe(older());
+    expect(report.warnings).toEqual([
+      expect.stringContaining(
+        `${newer()} does not verify, so it cannot start the newest chain: ${url}/${newer()} is damaged: its encryption header does not authenticate with key "k1"`,
+      ),
+    ]);
+    expect(existsSync(join(dir, older()))).toBe(true);
+    const after = await restoreAndFingerprint(url, at(), 'header-after-gc', ['--encryption-key-file', keys]);
+    expect(after.fingerprint).toEqual(source);
   });
 });

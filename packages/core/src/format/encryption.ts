@@ -180,7 +180,10 @@ function splitNameSeal(rest: Buffer, label: string): { chunks: Buffer; name: Buf
   };
 }
 
-/** The object's data key, unwrapped with the key its header names; an EncryptionKeyError when the keys lack it. */
+/**
+ * The object's data key, unwrapped with the key its header names: an EncryptionKeyError when the keys lack that id,
+ * an IntegrityError when they hold it and the header does not authenticate.
+ */
 function unwrapDataKey(envelope: EnvelopeHeader, keys: KeyRing | undefined, label: string): Buffer {
   const id = envelope.keyId;
   if (!keys) {
@@ -200,8 +203,10 @@ function unwrapDataKey(envelope: EnvelopeHeader, keys: KeyRing | undefined, labe
       .setAuthTag(envelope.wrapTag);
     return Buffer.concat([unwrap.update(envelope.wrapped), unwrap.final()]);
   } catch (err) {
-    throw new EncryptionKeyError(
-      `${label} does not open with key "${id}" of ${keys.source}: the file holds another key under that id, or the object's header is damaged`,
+    // The key ring holds the id: a tag that does not check is a changed header (the usual case, and a restore then
+    // falls back to an older full as past any damage), or another key under that id, which every object shows alike.
+    throw new IntegrityError(
+      `${label} is damaged: its encryption header does not authenticate with key "${id}" of ${keys.source} (a changed byte, or the file holds another key under that id)`,
       { cause: err },
     );
   }
@@ -209,8 +214,8 @@ function unwrapDataKey(envelope: EnvelopeHeader, keys: KeyRing | undefined, labe
 
 /**
  * An encrypted object's header alone (as `EnvelopeCheck` gives it), checked: its key id, or an IntegrityError
- * when it is not a whole header of this version. With `keys`, its data key is unwrapped too, so that a missing or
- * wrong key is told (EncryptionKeyError) before any of the object is read.
+ * when it is not a whole header of this version. With `keys`, its data key is unwrapped too, so that a missing key
+ * (EncryptionKeyError) or a header that does not authenticate (IntegrityError) is told before any of the object is read.
  */
 export function checkEnvelopeHeader(header: Buffer, label: string, keys?: KeyRing): string {
   const queue = new ByteQueue();

@@ -253,23 +253,43 @@ export function describeConformance(provider: string, start: () => Promise<Confo
           bytes.subarray(at(0), at(1)),
           bytes.subarray(at(2)),
         ]);
-        const damaged: Array<[string, Buffer]> = [
+        // The key ring holds the header's key id, so a header that does not authenticate is damage, not a key error.
+        const wrappedKey = Buffer.from(bytes);
+        wrappedKey[header - 16 - 5] ^= 1;
+        const damaged: Array<[string, Buffer, RegExp?]> = [
           ['a flipped byte', flipped],
+          [
+            'a changed byte of the wrapped data key',
+            wrappedKey,
+            /encryption header does not authenticate with key "old"/,
+          ],
           ['a tail cut at a chunk boundary', bytes.subarray(0, at(3))],
+          // The seal holds, so only the last-chunk flag of the nonce tells that chunk 2 was not written last.
+          [
+            'the last chunk dropped, the name seal kept',
+            Buffer.concat([bytes.subarray(0, at(3)), bytes.subarray(bytes.length - nameSeal)]),
+            /encrypted chunk 2 does not authenticate/,
+          ],
           ['a tail cut inside a chunk', bytes.subarray(0, bytes.length - 100)],
           ['two chunks swapped', swapped],
           ['a header cut short', bytes.subarray(0, 40)],
           ['the name seal cut off', bytes.subarray(0, bytes.length - nameSeal)],
         ];
-        for (const [what, body] of damaged) {
+        for (const [what, body, says] of damaged) {
           await raw.put(name, bodyOf(body));
           const err = await readAll(await through(keys).get(name)).catch((e: unknown) => e);
           expect(err, what).toBeInstanceOf(IntegrityError);
           expect((err as Error).message, what).toContain(`${raw.location}/${name}`);
+          if (says) expect((err as Error).message, what).toMatch(says);
         }
         await raw.put(name, bodyOf(bytes));
+        // Another key under the object's key id cannot be told from a changed header: damage, naming both causes.
+        const impostorErr = await readAll(await through(impostor).get(name)).catch((e: unknown) => e);
+        expect(impostorErr).toBeInstanceOf(IntegrityError);
+        expect((impostorErr as Error).message).toMatch(
+          /is damaged: its encryption header does not authenticate with key "old" of impostor.txt \(a changed byte, or the file holds another key under that id\)/,
+        );
         for (const [ring, says] of [
-          [impostor, /does not open with key "old" of impostor.txt/],
           [
             parseKeyFile(`other ${'44'.repeat(32)}`, 'other.txt'),
             /encrypted with key "old", which other.txt does not hold/,
