@@ -243,10 +243,15 @@ export class ObjectDecipher extends Transform {
   /** The key id the object names, once its header is read. */
   keyId?: string;
 
+  /**
+   * `plainAllowed`, when given, is asked before any byte of an object that turns out to be plain passes, and
+   * rejects to refuse it (store/plain-substitutes.ts).
+   */
   constructor(
     private readonly keys: KeyRing | undefined,
     private readonly name: string,
     private readonly label = name,
+    private readonly plainAllowed?: () => Promise<void>,
   ) {
     super();
   }
@@ -265,7 +270,7 @@ export class ObjectDecipher extends Transform {
         if (found === undefined) return done();
         if (found === 'plain') {
           this.mode = 'plain';
-          return done(null, this.queue.take(this.queue.length));
+          return this.passPlain(done);
         }
         this.begin(found);
       }
@@ -283,7 +288,7 @@ export class ObjectDecipher extends Transform {
       if (this.mode === 'head') {
         // Shorter than a header: plain if it does not start like one.
         if (!isEncrypted(this.queue.peek(ENCRYPTION_MAGIC.length)) && !startsLikeHeader(this.queue)) {
-          return done(null, this.queue.take(this.queue.length));
+          return this.passPlain(done);
         }
         throw new IntegrityError(`${this.label} is cut short: its encryption header is incomplete`);
       }
@@ -299,6 +304,12 @@ export class ObjectDecipher extends Transform {
     } catch (err) {
       done(err as Error);
     }
+  }
+
+  /** What has come of a plain object, once it may pass. */
+  private passPlain(done: TransformCallback): void {
+    if (!this.plainAllowed) return done(null, this.queue.take(this.queue.length));
+    this.plainAllowed().then(() => done(null, this.queue.take(this.queue.length)), done);
   }
 
   private begin(envelope: EnvelopeHeader): void {

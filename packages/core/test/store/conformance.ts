@@ -231,8 +231,8 @@ export function describeConformance(provider: string, start: () => Promise<Confo
         expect((await readAll(await through(keys).get(name))).equals(data)).toBe(true);
         expect((await readAll(await through(rotated).get(name))).equals(data)).toBe(true);
         expect((await raw.stat(name))?.metadata).toMatchObject({ 'encryption-key-id': 'old', sha256: 'a'.repeat(64) });
-        // A plain snapshot beside it (a mixed store) and the store lock (not a snapshot) read as they are.
-        const plain = 'v2/Incr-00000010-00000011-1700000001.zst';
+        // A plain snapshot from before it (a mixed store) and the store lock (not a snapshot) read as they are.
+        const plain = 'v2/Incr-00000001-00000008-1699999999.zst';
         await raw.put(plain, bodyOf(Buffer.from('plain delta')));
         expect((await readAll(await through(keys).get(plain))).toString()).toBe('plain delta');
         await through(keys).put('v2/etcd-steward.lock', bodyOf(Buffer.from('{}')));
@@ -300,6 +300,36 @@ export function describeConformance(provider: string, start: () => Promise<Confo
           expect(err).toBeInstanceOf(EncryptionKeyError);
           expect((err as Error).message).toMatch(says);
           expect((err as Error).message).toContain(name);
+        }
+      });
+
+      it('with a key, refuses a plain snapshot newer than the first encrypted one (a substitute), and reads older plain ones', async () => {
+        const p = await pair();
+        const plain = (n: string) => p.raw.put(n, bodyOf(Buffer.from(`plain ${n}`)));
+        // Plain before encryption was turned on, then encrypted: a store migrated in place.
+        await plain('v2/Full-00000000-00000005-1700000000.zst');
+        await plain('v2/Incr-00000006-00000008-1700000010.zst');
+        await p.with(keys).put('v2/Incr-00000009-00000010-1700000020.zst', bodyOf(data));
+        await p.with(keys).put('v2/Full-00000000-00000010-1700000030.zst', bodyOf(data));
+        const readWith = async (n: string, ring?: KeyRing) =>
+          readAll(await p.with(ring).get(n)).catch((e: unknown) => e);
+        for (const older of ['v2/Full-00000000-00000005-1700000000.zst', 'v2/Incr-00000006-00000008-1700000010.zst']) {
+          expect(String(await readWith(older, keys))).toBe(`plain ${older}`);
+        }
+        // The newest full put back plain under its own name, and a plain one named with a later revision but an
+        // early time: neither is read with the key; without a key, what was asked for is read as it is.
+        const substitutes = [
+          ['v2/Full-00000000-00000010-1700000030.zst', 'v2/Incr-00000009-00000010-1700000020.zst'],
+          ['v2/Full-00000000-00000012-1700000001.zst', 'v2/Incr-00000009-00000010-1700000020.zst'],
+        ];
+        for (const [substitute, older] of substitutes) {
+          await plain(substitute);
+          const err = await readWith(substitute, keys);
+          expect(err, substitute).toBeInstanceOf(IntegrityError);
+          expect((err as Error).message).toBe(
+            `${p.raw.location}/${substitute} is not encrypted, but the store holds an encrypted snapshot from before it (${older}): a plain snapshot newer than the first encrypted one is taken for a substitute and not used; delete it if nobody meant to write it plain (docs/encryption.md §1)`,
+          );
+          expect(String(await readWith(substitute))).toBe(`plain ${substitute}`);
         }
       });
 
