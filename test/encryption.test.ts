@@ -11,6 +11,7 @@ import {
   type KeyspaceFingerprint,
   keyspaceFingerprint,
   LocalStore,
+  METADATA_DECOMPRESSED_SIZE,
   METADATA_ENCRYPTION_KEY_ID,
   parseKeyFile,
   takeFullSnapshot,
@@ -98,6 +99,11 @@ describe('client-side encryption through the programs (real etcd, processes)', (
     expect(fulls.map(([, head]) => encrypted(head))).toEqual([false]);
     expect(deltas.length).toBeGreaterThan(0);
     expect(deltas.every(([, head]) => encrypted(head) && keyIdOf(head) === 'k1')).toBe(true);
+    // Each delta records its decompressed size, the most a restore decompresses it to.
+    const local = new LocalStore(at('store'));
+    for (const [name] of deltas) {
+      expect((await local.stat(`v2/${name}`))?.metadata[METADATA_DECOMPRESSED_SIZE]).toMatch(/^[1-9]\d*$/);
+    }
 
     const { result, fingerprint } = await restoreAndFingerprint(store(), at(), 'mixed', [
       '--encryption-key-file',
