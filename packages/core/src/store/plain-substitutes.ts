@@ -28,7 +28,11 @@ export class PlainSubstitutes {
   async check(name: string, label: string): Promise<void> {
     const ref = parseSnapshotName(name);
     if (!ref) return;
-    this.first ??= this.findFirstEncrypted();
+    // A store that failed to answer is asked again next time.
+    this.first ??= this.findFirstEncrypted().catch((err: unknown) => {
+      this.first = undefined;
+      throw err;
+    });
     const { byRevision, byTime } = await this.first;
     const older =
       byRevision && byRevision.lastRevision < ref.lastRevision
