@@ -75,14 +75,15 @@ export class PlainSubstitutes {
   private encrypted(name: string): Promise<boolean> {
     let known = this.heads.get(name);
     if (!known) {
-      known = this.store.get(name).then(
-        (body) => readHead(body).then(isEncrypted),
-        (err: unknown) => {
+      known = this.store
+        .get(name)
+        .then(readHead)
+        .then(isEncrypted, (err: unknown) => {
           // gone since the listing: it cannot be an older encrypted snapshot any more
           if (err instanceof ObjectNotFoundError) return false;
+          this.heads.delete(name);
           throw err;
-        },
-      );
+        });
       this.heads.set(name, known);
     }
     return known;
