@@ -346,17 +346,21 @@ describe('etcd-copy-backups (programs as processes, real etcd, the store test se
       expect(existsSync(join(dir, full))).toBe(true);
     }
 
-    // A wrong key: the key error, exit 1, nothing written (no tar, no object).
+    // Another key under the right id: its header does not authenticate, exit 1, nothing written (no tar, no object).
     const wrongImport = await importInto(at('mixed.tar'), `file://${at('imported-wrong')}`, [
       '--encryption-key-file',
       wrong,
     ]);
     expect(wrongImport.code).toBe(1);
-    expect(wrongImport.stderr).toMatch(/Incr-\S+ does not open with key \\"k1\\" of \S+wrong-keys/);
+    expect(wrongImport.stderr).toMatch(
+      /Incr-\S+ is damaged: its encryption header does not authenticate with key \\"k1\\" of \S+wrong-keys/,
+    );
     expect(existsSync(at('imported-wrong'))).toBe(false);
     const wrongExport = await exportTo(at('wrong.tar'), ['--encryption-key-file', wrong]);
     expect(wrongExport.code).toBe(1);
-    expect(wrongExport.stderr).toMatch(/Incr-\S+ does not open with key \\"k1\\" of \S+wrong-keys/);
+    expect(wrongExport.stderr).toMatch(
+      /Incr-\S+ is damaged: its encryption header does not authenticate with key \\"k1\\" of \S+wrong-keys/,
+    );
     expect((await readdir(at())).filter((f) => f.startsWith('.wrong.tar') || f === 'wrong.tar')).toEqual([]);
   });
 

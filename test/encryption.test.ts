@@ -1,9 +1,22 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, copyFile, mkdir, open, readdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, cp, mkdir, open, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ENCRYPTION_MAGIC, freePort, type KeyspaceFingerprint } from '@etcd-steward/core';
-import { startCluster, type TestCluster, writeWorkload } from '@etcd-steward/testing';
+import { Readable } from 'node:stream';
+import { buffer } from 'node:stream/consumers';
+import {
+  ENCRYPTION_MAGIC,
+  EncryptedStore,
+  freePort,
+  type KeyspaceFingerprint,
+  keyspaceFingerprint,
+  LocalStore,
+  METADATA_DECOMPRESSED_SIZE,
+  METADATA_ENCRYPTION_KEY_ID,
+  parseKeyFile,
+  takeFullSnapshot,
+} from '@etcd-steward/core';
+import { buildChainStore, type ChainStore, startCluster, type TestCluster, writeWorkload } from '@etcd-steward/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { restoreAndFingerprint } from './restore-program.js';
 import { runProgram } from './run-program.js';
@@ -57,7 +70,7 @@ describe('client-side encryption through the programs (real etcd, processes)', (
     await cluster?.stop();
   });
 
-  it('a plain full snapshot, then the sidecar with a key: its deltas are encrypted, the mixed chain restores exactly with the key only, and compacts into an encrypted full', async () => {
+  it('a plain full snapshot from before encryption was turned on, then the sidecar with a key: its deltas are encrypted, the mixed chain restores exactly with the key only, and compacts into an encrypted full', async () => {
     const client = cluster.client();
     await writeWorkload(client, { keys: 2_000, valueSize: 100 });
     const saved = await runProgram('etcd-snapshot', ['save', '--endpoints', cluster.endpoints[0], '--store', store()]);
@@ -86,6 +99,11 @@ describe('client-side encryption through the programs (real etcd, processes)', (
     expect(fulls.map(([, head]) => encrypted(head))).toEqual([false]);
     expect(deltas.length).toBeGreaterThan(0);
     expect(deltas.every(([, head]) => encrypted(head) && keyIdOf(head) === 'k1')).toBe(true);
+    // Each delta records its decompressed size, the most a restore decompresses it to.
+    const local = new LocalStore(at('store'));
+    for (const [name] of deltas) {
+      expect((await local.stat(`v2/${name}`))?.metadata[METADATA_DECOMPRESSED_SIZE]).toMatch(/^[1-9]\d*$/);
+    }
 
     const { result, fingerprint } = await restoreAndFingerprint(store(), at(), 'mixed', [
       '--encryption-key-file',
@@ -229,5 +247,166 @@ describe('client-side encryption through the programs (real etcd, processes)', (
       `the encryption key file ${open} has mode 0644: others may read it or group or others may change it; make it its owner's alone: chmod 600 ${open}`,
     );
     expect(await readdir(join(at('store'), 'v2'))).toEqual(before);
+  });
+});
+
+/**
+ * A store the way the sidecar fills it with a key (two encrypted fulls and their deltas), and what damage or someone
+ * who can write to the bucket does to it: each copy of it is restored with the key, exactly or not at all.
+ */
+describe('damage and substitutes in an encrypted store (real etcd, processes)', () => {
+  const at = tempDir('encryption-damage-');
+  let cluster: TestCluster;
+  let chain: ChainStore;
+  let keys: string;
+  /** The keyspace at the chain's last revision, and at the newer full's. */
+  let source: KeyspaceFingerprint;
+  let atNewerFull: KeyspaceFingerprint;
+  const origin = () => at('origin');
+  /** A copy of the store to damage, as a file:// URL beside its folder. */
+  const copyOf = async (name: string) => {
+    await cp(origin(), at(name), { recursive: true });
+    return { dir: at(name), url: `file://${at(name)}` };
+  };
+  const older = () => chain.fulls[0].name;
+  const newer = () => chain.fulls[1].name;
+
+  beforeAll(async () => {
+    cluster = await startCluster();
+    keys = at('keys');
+    await writeFile(keys, `k1 ${randomBytes(32).toString('hex')}\n`, { mode: 0o400 });
+    const client = cluster.client();
+    const store = new EncryptedStore(new LocalStore(origin()), parseKeyFile(await readFile(keys, 'utf8'), keys));
+    chain = await buildChainStore(client, cluster.endpoints, store, { tempDir: at(), keys: 600, compression: 'zstd' });
+    source = await keyspaceFingerprint(client, chain.lastRevision);
+    atNewerFull = await keyspaceFingerprint(client, chain.fulls[1].revision);
+  });
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  it("a changed byte in the newer full's header (its wrapped data key) is damage: restore falls back to the older full exactly, and gc with the key keeps the older full", async () => {
+    const { dir, url } = await copyOf('header');
+    const path = join(dir, newer());
+    const bytes = await readFile(path);
+    // magic, version, key id length, key id, chunk size, nonce prefix, the wrap's nonce: then the wrapped key
+    bytes[10 + bytes[9] + 4 + 7 + 12 + 5] ^= 0x01;
+    await writeFile(path, bytes);
+
+    const { result, fingerprint } = await restoreAndFingerprint(url, at(), 'header-restored', [
+      '--encryption-key-file',
+      keys,
+    ]);
+    expect(result.snapshot).toContain(older());
+    expect(fingerprint).toEqual(source);
+
+    // Without the key, gc cannot tell: it keeps the newer full unverified, and its JSON warnings say so.
+    const keyless = await runProgram('etcd-gc', [
+      ...['--store', url, '--keep-last', '1', '--dry-run', '--output', 'json'],
+    ]);
+    expect(keyless.code, keyless.stderr).toBe(0);
+    const unverified = JSON.parse(keyless.stdout);
+    expect(unverified.restorableFull).toBe(newer());
+    expect(unverified.warnings).toEqual([
+      expect.stringMatching(
+        new RegExp(`^${newer()} is kept unverified: \\S+ is encrypted with key "k1": give --encryption-key-file`),
+      ),
+    ]);
+
+    // With it, the newer full does not verify, so the older one starts the newest restorable chain and stays.
+    const gc = await runProgram('etcd-gc', [
+      ...['--store', url, '--keep-last', '1', '--lock-settle', '1s', '--encryption-key-file', keys, '--output', 'json'],
+    ]);
+    expect(gc.code, gc.stderr).toBe(0);
+    const report = JSON.parse(gc.stdout);
+    expect(report.restorableFull).toBe(older());
+    expect(report.warnings).toEqual([
+      expect.stringContaining(
+        `${newer()} does not verify, so it cannot start the newest chain: ${url}/${newer()} is damaged: its encryption header does not authenticate with key "k1"`,
+      ),
+    ]);
+    expect(existsSync(join(dir, older()))).toBe(true);
+    const after = await restoreAndFingerprint(url, at(), 'header-after-gc', ['--encryption-key-file', keys]);
+    expect(after.fingerprint).toEqual(source);
+  });
+
+  it('a plain full put in place of the newest encrypted one, same name and revision, is not restored from with the key: the older encrypted full is', async () => {
+    // Someone who can write to the bucket, with a db of their own at the newer full's revision.
+    const other = await startCluster();
+    try {
+      const client = other.client();
+      for (let i = 1; i < chain.fulls[1].revision; i++) await client.put(`/planted/${i}`).value('theirs');
+      const planted = new LocalStore(at('planted'));
+      const saved = await takeFullSnapshot({
+        connection: { endpoints: other.endpoints },
+        store: planted,
+        compression: 'zstd',
+        tempDir: at(),
+      });
+      expect(saved.revision).toBe(chain.fulls[1].revision);
+      const { dir, url } = await copyOf('substituted');
+      // only the chain up to the newer full: both fulls then reach the same revision
+      for (const delta of chain.deltas.filter((d) => d.lastRevision > chain.fulls[1].revision)) {
+        await rm(join(dir, delta.name));
+      }
+      const target = new LocalStore(dir);
+      await target.put(newer(), await planted.get(saved.ref.name), {
+        metadata: (await planted.stat(saved.ref.name))?.metadata,
+      });
+
+      const { result, fingerprint } = await restoreAndFingerprint(url, at(), 'substituted-restored', [
+        '--encryption-key-file',
+        keys,
+      ]);
+      expect(result.snapshot).toContain(older());
+      expect(fingerprint).toEqual(atNewerFull);
+      const verify = await runProgram('etcd-copy-backups', [
+        ...['verify', '--store', url, '--encryption-key-file', keys, '--output', 'json'],
+      ]);
+      expect(JSON.parse(verify.stdout).damaged).toEqual([
+        {
+          name: newer(),
+          problem: expect.stringContaining(
+            `${url}/${newer()} is not encrypted, but the store holds an encrypted snapshot from before it (${older()})`,
+          ),
+        },
+      ]);
+    } finally {
+      await other.stop();
+    }
+  });
+
+  it('a store migrated in place, plain fulls and deltas then encrypted deltas, restores exactly with the key from either full', async () => {
+    const { dir, url } = await copyOf('migrated');
+    // Everything up to the newer full as it was before encryption was turned on: decrypted, metadata without key id.
+    const plain = new LocalStore(dir);
+    const decrypting = new EncryptedStore(plain, parseKeyFile(await readFile(keys, 'utf8'), keys));
+    const before = [
+      older(),
+      ...chain.deltas.filter((d) => d.lastRevision <= chain.fulls[1].revision).map((d) => d.name),
+      newer(),
+    ];
+    for (const name of before) {
+      const { [METADATA_ENCRYPTION_KEY_ID]: _, ...metadata } = (await plain.stat(name))?.metadata ?? {};
+      const body = await buffer(await decrypting.get(name));
+      await plain.put(name, Readable.from([body]), { metadata });
+    }
+    const heads = await Promise.all(
+      [...before, ...chain.deltas.map((d) => d.name)].map(
+        async (name) => [name, (await readFile(join(dir, name))).subarray(0, 8).equals(ENCRYPTION_MAGIC)] as const,
+      ),
+    );
+    expect(heads.filter(([, encrypted]) => encrypted).length).toBe(
+      chain.deltas.filter((d) => d.lastRevision > chain.fulls[1].revision).length,
+    );
+
+    const newest = await restoreAndFingerprint(url, at(), 'migrated-newest', ['--encryption-key-file', keys]);
+    expect(newest.result.snapshot).toContain(newer());
+    expect(newest.fingerprint).toEqual(source);
+    const fromOlder = await restoreAndFingerprint(url, at(), 'migrated-older', [
+      ...['--encryption-key-file', keys, '--snapshot', older()],
+    ]);
+    expect(fromOlder.result.deltas.length).toBe(chain.deltas.length);
+    expect(fromOlder.fingerprint).toEqual(source);
   });
 });

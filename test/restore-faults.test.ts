@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
+import { createReadStream, createWriteStream } from 'node:fs';
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -7,7 +7,14 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import { compressor, freePort, type KeyspaceFingerprint, keyspaceFingerprint, LocalStore } from '@etcd-steward/core';
+import {
+  compressor,
+  freePort,
+  type KeyspaceFingerprint,
+  keyspaceFingerprint,
+  LocalStore,
+  METADATA_DECOMPRESSED_SIZE,
+} from '@etcd-steward/core';
 import {
   buildChainStore,
   type ChainStore,
@@ -179,6 +186,41 @@ describe('etcd-restore when things go wrong (programs as processes, real etcd)',
     expect(peak).toBeLessThan(160 << 20); // the previous full snapshot and one capped delta, never 512 MiB
     expect(await readdir(target)).toEqual(['keep']);
     expect(await exists(workDir)).toBe(false);
+  });
+
+  it("stops a delta at the decompressed size recorded when it was stored: a bomb under a delta's name and metadata writes no more than that", async () => {
+    const store = await storeCopy('store-recorded-bomb');
+    const last = chain.lastRevision;
+    const pad = (n: number) => String(n).padStart(8, '0');
+    const name = `v2/Incr-${pad(last + 1)}-${pad(last + 10)}-${Math.floor(chain.timeOf(last + 10).getTime() / 1000)}.zst`;
+    // 512 MiB of zeros in a few KiB, whose metadata says 64 KiB, as the sidecar records a delta's size
+    const bomb = join(dir, 'recorded-bomb.zst');
+    await writeBomb(bomb, Buffer.from('['), 512 << 20);
+    await new LocalStore(store).put(name, createReadStream(bomb), {
+      metadata: { [METADATA_DECOMPRESSED_SIZE]: String(64 << 10) },
+    });
+
+    let peak = 0;
+    let watching = true;
+    const workDir = join(dir, '.recorded-bomb.restoring');
+    const watcher = (async () => {
+      while (watching) {
+        peak = Math.max(peak, await bytesUnder(join(workDir)));
+        await sleep(20);
+      }
+    })();
+    const res = await restore(store, 'recorded-bomb');
+    watching = false;
+    await watcher;
+
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(
+      new RegExp(
+        `"level":"error".*${name} is damaged or hostile: it decompresses to more than 64\\.0 KiB \\(the size recorded when it was stored\\)`,
+      ),
+    );
+    expect(peak).toBeLessThan(32 << 20); // the full snapshot, its deltas and 64 KiB of this one, never 64 MiB
+    expect(await exists(join(dir, 'recorded-bomb'))).toBe(false);
   });
 
   it('says plainly when the disk is full (ENOSPC), removes its scratch dir and leaves the target as it was', async (ctx) => {

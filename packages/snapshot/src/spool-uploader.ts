@@ -1,6 +1,6 @@
-import { METADATA_ETCD_VERSION } from '@etcd-steward/core/backup';
+import { METADATA_DB_SIZE, METADATA_ETCD_VERSION } from '@etcd-steward/core/backup';
 import { Backoff, errorMessage, type Logger } from '@etcd-steward/core/common';
-import { parseSnapshotName, type SnapshotRef } from '@etcd-steward/core/format';
+import { METADATA_DECOMPRESSED_SIZE, parseSnapshotName, type SnapshotRef } from '@etcd-steward/core/format';
 import { METADATA_SHA256, type SnapStore } from '@etcd-steward/core/store';
 import { type ChainHeads, spoolFit } from './chain-heads.js';
 import type { Serial } from './serial.js';
@@ -124,7 +124,10 @@ export class SpoolUploader {
       const started = Date.now();
       try {
         await store.put(delta.name, spool.read(delta), {
-          metadata: { [METADATA_SHA256]: delta.sha256 },
+          metadata: {
+            [METADATA_SHA256]: delta.sha256,
+            ...(delta.decompressedBytes ? { [METADATA_DECOMPRESSED_SIZE]: String(delta.decompressedBytes) } : {}),
+          },
           signal: AbortSignal.any([signal, AbortSignal.timeout(this.options.deltaUploadTimeoutMs)]),
         });
       } catch (err) {
@@ -153,6 +156,7 @@ export class SpoolUploader {
     const started = Date.now();
     const metadata: Record<string, string> = { [METADATA_SHA256]: full.sha256 };
     if (full.etcdVersion) metadata[METADATA_ETCD_VERSION] = full.etcdVersion;
+    if (full.decompressedBytes) metadata[METADATA_DB_SIZE] = String(full.decompressedBytes);
     try {
       await store.put(full.name, spool.read(full), { metadata, signal: this.options.signal });
     } catch (err) {

@@ -25,10 +25,17 @@ export interface SpooledDelta {
   oldestEventAt: number;
   /** A full snapshot's etcd version, recorded as object metadata when it is uploaded; null for a delta. */
   etcdVersion: string | null;
+  /**
+   * Bytes before compression (a delta's JSON and trailer, a full snapshot's db), recorded as object metadata when
+   * it is uploaded, so that a restore decompresses no more than that; null when unknown (spooled by an older version).
+   */
+  decompressedBytes: number | null;
 }
 
 export type NewDelta = Pick<SpooledDelta, 'name' | 'startRevision' | 'lastRevision' | 'oldestEventAt'> & {
   etcdVersion?: string | null;
+  /** When the bytes given are already compressed; otherwise what the source gives is counted. */
+  decompressedBytes?: number | null;
 };
 
 export function isSpooledFull(entry: SpooledDelta): boolean {
@@ -52,11 +59,12 @@ const SCHEMA = `
     bytes INTEGER NOT NULL,
     sha256 TEXT NOT NULL,
     oldest_event_at INTEGER NOT NULL,
-    etcd_version TEXT
+    etcd_version TEXT,
+    decompressed_bytes INTEGER
   )`;
 
 const COLUMNS =
-  'id, name, start_revision AS startRevision, last_revision AS lastRevision, bytes, sha256, oldest_event_at AS oldestEventAt, etcd_version AS etcdVersion';
+  'id, name, start_revision AS startRevision, last_revision AS lastRevision, bytes, sha256, oldest_event_at AS oldestEventAt, etcd_version AS etcdVersion, decompressed_bytes AS decompressedBytes';
 
 /**
  * The sidecar's durable queue of deltas on their way to the store (`--spool-dir`), after the full snapshot that
@@ -85,6 +93,10 @@ export class Spool {
       // A spool written before full snapshots could wait in it.
       const columns = db.prepare('PRAGMA table_info(deltas)').all() as Array<{ name: string }>;
       if (!columns.some((c) => c.name === 'etcd_version')) db.exec('ALTER TABLE deltas ADD COLUMN etcd_version TEXT');
+      // ... and before their decompressed size was recorded.
+      if (!columns.some((c) => c.name === 'decompressed_bytes')) {
+        db.exec('ALTER TABLE deltas ADD COLUMN decompressed_bytes INTEGER');
+      }
     } catch (err) {
       const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
       throw new UsageError(`--spool-dir ${dir}: cannot keep a spool there (${reason}); give a writable directory`);
@@ -127,7 +139,8 @@ export class Spool {
   /**
    * Starts writing a delta as its bytes come (`source` through `transforms`), before its name is known: the
    * bytes go to a part file, which becomes a spooled delta only at commit. Until then nothing is visible, and
-   * after a crash the part goes at the next open.
+   * after a crash the part goes at the next open. `transforms` compress: what the source gives is the delta's
+   * decompressed size (unless the delta says it).
    */
   begin(source: Readable, ...transforms: Transform[]): SpoolDraft {
     const part = this.partFile();
@@ -135,11 +148,12 @@ export class Spool {
     written.catch(() => {}); // commit reports it
     return {
       commit: async (delta) => {
-        const { bytes, sha256 } = await written;
+        const { bytes, sha256, sourceBytes } = await written;
+        const decompressedBytes = delta.decompressedBytes ?? (transforms.length > 0 ? sourceBytes : null);
         await this.place(part, delta.name);
         const { lastInsertRowid } = this.db
           .prepare(
-            'INSERT INTO deltas (name, start_revision, last_revision, bytes, sha256, oldest_event_at, etcd_version) VALUES (?, ?, ?, ?, ?, ?, ?)',
+            'INSERT INTO deltas (name, start_revision, last_revision, bytes, sha256, oldest_event_at, etcd_version, decompressed_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
           )
           .run(
             delta.name,
@@ -149,8 +163,10 @@ export class Spool {
             sha256,
             delta.oldestEventAt,
             delta.etcdVersion ?? null,
+            decompressedBytes,
           );
-        return { id: Number(lastInsertRowid), ...delta, bytes, sha256, etcdVersion: delta.etcdVersion ?? null };
+        const etcdVersion = delta.etcdVersion ?? null;
+        return { id: Number(lastInsertRowid), ...delta, bytes, sha256, etcdVersion, decompressedBytes };
       },
       discard: async () => {
         source.destroy();
@@ -165,9 +181,10 @@ export class Spool {
     part: string,
     source: Readable,
     transforms: Transform[],
-  ): Promise<{ bytes: number; sha256: string }> {
+  ): Promise<{ bytes: number; sha256: string; sourceBytes: number }> {
     const hash = createHash('sha256');
     let bytes = 0;
+    let sourceBytes = 0;
     const measure = new Transform({
       transform(chunk: Buffer, _enc, done) {
         hash.update(chunk);
@@ -175,13 +192,19 @@ export class Spool {
         done(null, chunk);
       },
     });
+    const count = new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        sourceBytes += chunk.length;
+        done(null, chunk);
+      },
+    });
     try {
-      await pipeline([source, ...transforms, measure, createWriteStream(part)]);
+      await pipeline([source, count, ...transforms, measure, createWriteStream(part)]);
     } catch (err) {
       await rm(part, { force: true });
       throw err;
     }
-    return { bytes, sha256: hash.digest('hex') };
+    return { bytes, sha256: hash.digest('hex'), sourceBytes };
   }
 
   /** Gives a written part file its final name: fsynced, then renamed and its directory fsynced. */

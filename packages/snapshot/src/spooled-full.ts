@@ -1,7 +1,7 @@
-import { METADATA_ETCD_VERSION, takeFullSnapshot } from '@etcd-steward/core/backup';
+import { METADATA_DB_SIZE, METADATA_ETCD_VERSION, takeFullSnapshot } from '@etcd-steward/core/backup';
 import { type Logger, OperationError } from '@etcd-steward/core/common';
 import type { EtcdConnection } from '@etcd-steward/core/etcd';
-import { type CompressionPolicy, parseSnapshotName } from '@etcd-steward/core/format';
+import { type CompressionPolicy, parseSnapshotName, recordedSize } from '@etcd-steward/core/format';
 import type { Spool, SpooledDelta } from './spool.js';
 
 /** The spool has no room for the full snapshot: nothing was spooled, and etcd's history is all there is. */
@@ -55,6 +55,7 @@ export async function spoolFullSnapshot(options: {
             lastRevision: ref.lastRevision,
             oldestEventAt: Date.now(),
             etcdVersion: put?.metadata?.[METADATA_ETCD_VERSION],
+            decompressedBytes: recordedSize(put?.metadata?.[METADATA_DB_SIZE]) ?? null,
           },
           body,
         );

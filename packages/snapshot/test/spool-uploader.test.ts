@@ -2,7 +2,16 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { LocalStore, listSnapshots, type SnapStore, silentLogger, snapshotName } from '@etcd-steward/core';
+import {
+  compressor,
+  LocalStore,
+  listSnapshots,
+  METADATA_DB_SIZE,
+  METADATA_DECOMPRESSED_SIZE,
+  type SnapStore,
+  silentLogger,
+  snapshotName,
+} from '@etcd-steward/core';
 import { headsOf, Serial, SnapshotMetrics, Spool, SpoolUploader } from '@etcd-steward/snapshot';
 import { Registry } from 'prom-client';
 import { afterEach, beforeEach, expect, it } from 'vitest';
@@ -134,4 +143,29 @@ it('keeps the spool while the store fails, says it is unreachable, and uploads o
   await expect.poll(() => uploader.storeReachable, { timeout: 10_000 }).toBe(true);
   expect(spool.depth).toBe(0);
   expect(await stored(store)).toEqual([name('Full', 0, 100), name('Incr', 101, 110)]);
+});
+
+it("records a delta's decompressed size with it, and a spooled full snapshot's db size, so a restore decompresses no more", async () => {
+  const store = await storeWithFullAt(100);
+  const json = Buffer.from('[{"a delta":"of some bytes"}]');
+  await spool.add(
+    { name: name('Incr', 101, 110), startRevision: 101, lastRevision: 110, oldestEventAt: Date.now() },
+    Readable.from([json]),
+    compressor('zstd'),
+  );
+  await spool.add(
+    {
+      name: name('Full', 0, 120),
+      startRevision: 0,
+      lastRevision: 120,
+      oldestEventAt: Date.now(),
+      decompressedBytes: 4096,
+    },
+    Readable.from([Buffer.from('a compressed db')]),
+  );
+  await uploaderFor(store).uploader.drain();
+  expect((await store.stat(name('Incr', 101, 110)))?.metadata).toMatchObject({
+    [METADATA_DECOMPRESSED_SIZE]: String(json.length),
+  });
+  expect((await store.stat(name('Full', 0, 120)))?.metadata).toMatchObject({ [METADATA_DB_SIZE]: '4096' });
 });

@@ -10,6 +10,7 @@ const spooled = (kind: 'Full' | 'Incr', startRevision: number, lastRevision: num
   lastRevision,
   bytes: 1,
   sha256: '',
+  decompressedBytes: null,
   oldestEventAt: 0,
   etcdVersion: kind === 'Full' ? '3.4.23' : null,
 });

@@ -4,7 +4,13 @@ import { pipeline } from 'node:stream/promises';
 import { IntegrityError } from '../common/errors.js';
 import { boundedMemory } from '../common/memory-bound.js';
 import { decompressor } from '../format/compression.js';
-import { DecompressedLimit, decompressedLimit, MAX_COMPRESSION_RATIO } from '../format/decompressed-limit.js';
+import {
+  type ChainBase,
+  DecompressedLimit,
+  deltaDecompressedLimit,
+  METADATA_DECOMPRESSED_SIZE,
+  recordedSize,
+} from '../format/decompressed-limit.js';
 import { DeltaDecoder, type DeltaEvent } from '../format/delta-format.js';
 import { DeltaTrailerCheck } from '../format/delta-trailer-check.js';
 import type { SnapStore } from '../store/snapstore.js';
@@ -21,7 +27,8 @@ export interface DeltaFacts {
 
 /**
  * Downloads a delta into `file`, decompressed, and verifies it on the way: the stored bytes against our
- * recorded sha256 (when the object has one) and the JSON against the delta's own sha256 trailer. So a
+ * recorded sha256 (when the object has one) and the JSON against the delta's own sha256 trailer. Decompression
+ * stops at the delta's recorded size, or at what etcd could have written after `base` (deltaDecompressedLimit). So a
  * damaged or truncated delta is found before any of its events is applied, without parsing it twice; what
  * only parsing can tell (revisions in order, within the name's range) is checked as the events are read.
  */
@@ -29,20 +36,20 @@ export async function fetchDelta(
   store: SnapStore,
   entry: CatalogEntry,
   file: string,
-  options: { signal?: AbortSignal } = {},
+  options: { signal?: AbortSignal; base?: ChainBase } = {},
 ): Promise<DeltaFacts> {
   const label = `${store.location}/${entry.name}`;
   const stored = new StoredDigest();
   const check = new DeltaTrailerCheck(label);
+  // S3 listings carry no metadata: ask, once for both the size and the digest.
+  const metadata = Object.keys(entry.metadata).length > 0 ? entry.metadata : (await store.stat(entry.name))?.metadata;
+  const recorded = recordedSize(metadata?.[METADATA_DECOMPRESSED_SIZE]);
+  const { limit, why } = deltaDecompressedLimit(entry, recorded, options.base);
   await pipeline(
     await store.get(entry.name),
     stored,
     decompressor(entry.compression),
-    new DecompressedLimit(
-      decompressedLimit(entry.size),
-      label,
-      `${MAX_COMPRESSION_RATIO} times its stored size, or 64 MiB`,
-    ),
+    new DecompressedLimit(limit, label, why),
     boundedMemory(),
     check,
     createWriteStream(file),
@@ -52,7 +59,7 @@ export async function fetchDelta(
       ? new IntegrityError(`${label} is damaged: it does not decompress (${(err as Error).message})`, { cause: err })
       : err;
   });
-  await verifyStoredDigest(store, entry, stored, label);
+  await verifyStoredDigest(store, { name: entry.name, metadata: metadata ?? {} }, stored, label);
   return { storedSize: stored.size, size: check.size };
 }
 

@@ -6,7 +6,12 @@ import { type Logger, silentLogger } from '../common/logger.js';
 import { boundedMemory } from '../common/memory-bound.js';
 import { byteProgress } from '../common/progress.js';
 import { decompressor } from '../format/compression.js';
-import { DecompressedLimit, decompressedLimit, MAX_COMPRESSION_RATIO } from '../format/decompressed-limit.js';
+import {
+  DecompressedLimit,
+  decompressedLimit,
+  MAX_COMPRESSION_RATIO,
+  recordedSize,
+} from '../format/decompressed-limit.js';
 import { FullSnapshotCheck, type FullSnapshotFacts } from '../format/full-snapshot-check.js';
 import type { SnapStore } from '../store/snapstore.js';
 import { ObjectNotFoundError } from '../store/snapstore.js';
@@ -68,7 +73,5 @@ export function isUnusableFullSnapshot(err: unknown): boolean {
 
 /** The db size we record with a full snapshot (ebr records none); S3 listings carry no metadata, so ask. */
 async function recordedDbSize(store: SnapStore, entry: CatalogEntry): Promise<number | undefined> {
-  const value = entry.metadata[METADATA_DB_SIZE] ?? (await store.stat(entry.name))?.metadata[METADATA_DB_SIZE];
-  const size = Number(value);
-  return value !== undefined && Number.isSafeInteger(size) && size > 0 ? size : undefined;
+  return recordedSize(entry.metadata[METADATA_DB_SIZE] ?? (await store.stat(entry.name))?.metadata[METADATA_DB_SIZE]);
 }

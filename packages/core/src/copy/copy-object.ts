@@ -1,6 +1,7 @@
 import { pipeline, Transform } from 'node:stream';
 import type { CatalogEntry } from '../backup/snapshot-catalog.js';
 import { METADATA_DB_SIZE, METADATA_ETCD_VERSION } from '../backup/take-full-snapshot.js';
+import { METADATA_DECOMPRESSED_SIZE } from '../format/decompressed-limit.js';
 import { wasDecrypted } from '../store/encrypted-store.js';
 import { checkMetadata } from '../store/metadata.js';
 import type { SnapStore } from '../store/snapstore.js';
@@ -9,7 +10,7 @@ import { type CheckedObject, checkObject } from './object-check.js';
 import { VerifiedBody } from './verified-body.js';
 
 /** The metadata a copy carries over: ours, which the next reader checks against (other keys are no concern of ours). */
-const CARRIED = [METADATA_SHA256, METADATA_DB_SIZE, METADATA_ETCD_VERSION];
+const CARRIED = [METADATA_SHA256, METADATA_DB_SIZE, METADATA_DECOMPRESSED_SIZE, METADATA_ETCD_VERSION];
 
 /**
  * An object's metadata: the listing's, or a stat's where the listing carries none (S3). Only the keys a copy

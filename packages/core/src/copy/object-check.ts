@@ -6,7 +6,14 @@ import { METADATA_DB_SIZE } from '../backup/take-full-snapshot.js';
 import { IntegrityError } from '../common/errors.js';
 import { boundedMemory } from '../common/memory-bound.js';
 import { decompressor } from '../format/compression.js';
-import { DecompressedLimit, decompressedLimit, MAX_COMPRESSION_RATIO } from '../format/decompressed-limit.js';
+import {
+  DecompressedLimit,
+  decompressedLimit,
+  deltaDecompressedLimit,
+  MAX_COMPRESSION_RATIO,
+  METADATA_DECOMPRESSED_SIZE,
+  recordedSize,
+} from '../format/decompressed-limit.js';
 import { DeltaTrailerCheck } from '../format/delta-trailer-check.js';
 import { FullSnapshotCheck, SnapshotTrailerCheck } from '../format/full-snapshot-check.js';
 import { METADATA_SHA256, StoredDigest } from '../store/stored-digest.js';
@@ -36,23 +43,26 @@ export interface ObjectCheck {
  * since the scan costs as much CPU as a third hash. Every failure is an IntegrityError naming `label`.
  */
 export function checkObject(
-  entry: Pick<CatalogEntry, 'kind' | 'compression' | 'size' | 'lastRevision'>,
+  entry: Pick<CatalogEntry, 'kind' | 'compression' | 'size' | 'startRevision' | 'lastRevision'>,
   metadata: Record<string, string>,
   label: string,
   options: { revision?: boolean; decrypted?: () => boolean } = {},
 ): ObjectCheck {
   const stored = new StoredDigest();
-  const recordedDbSize = positiveInteger(metadata[METADATA_DB_SIZE]);
   const isFull = entry.kind === 'Full';
+  const recordedDbSize = isFull ? recordedSize(metadata[METADATA_DB_SIZE]) : undefined;
   const scanned = isFull && options.revision ? new FullSnapshotCheck(label) : undefined;
   const content = scanned ?? (isFull ? new SnapshotTrailerCheck(label) : new DeltaTrailerCheck(label));
-  const limit = new DecompressedLimit(
-    decompressedLimit(entry.size, isFull ? recordedDbSize : undefined),
-    label,
-    isFull && recordedDbSize !== undefined
-      ? 'the db size recorded when it was stored'
-      : `${MAX_COMPRESSION_RATIO} times its stored size, or 64 MiB`,
-  );
+  const bound = isFull
+    ? {
+        limit: decompressedLimit(entry.size, recordedDbSize),
+        why:
+          recordedDbSize !== undefined
+            ? 'the db size recorded when it was stored'
+            : `${MAX_COMPRESSION_RATIO} times its stored size, or 64 MiB`,
+      }
+    : deltaDecompressedLimit(entry, recordedSize(metadata[METADATA_DECOMPRESSED_SIZE]));
+  const limit = new DecompressedLimit(bound.limit, label, bound.why);
   const discard = new Writable({ write: (_chunk, _enc, done) => done() });
   const result = pipeline(stored, decompressor(entry.compression), limit, boundedMemory(), content, discard)
     .catch((err: unknown) => {
@@ -81,9 +91,4 @@ export function checkObject(
       };
     });
   return { input: stored, result };
-}
-
-function positiveInteger(value: string | undefined): number | undefined {
-  const n = Number(value);
-  return value !== undefined && Number.isSafeInteger(n) && n > 0 ? n : undefined;
 }

@@ -58,6 +58,7 @@ export class ObjectCipher extends Transform {
   private readonly header: Buffer;
   private readonly noncePrefix = randomBytes(NONCE_PREFIX);
   private index = 0;
+  private nameSealed = false;
 
   constructor(
     kek: EncryptionKey,
@@ -90,8 +91,13 @@ export class ObjectCipher extends Transform {
     done();
   }
 
-  /** The bytes that end the object, binding it to `name`. */
+  /**
+   * The bytes that end the object, binding it to `name`; once only: its nonce is fixed, and two GCM tags under one
+   * nonce give away the key that authenticates every chunk of the object.
+   */
   nameSeal(name: string): Buffer {
+    if (this.nameSealed) throw new Error('an encrypted object is sealed with its name once only');
+    this.nameSealed = true;
     const bytes = nameBytes(name);
     const cipher = createCipheriv('aes-256-gcm', this.dataKey, nameSealNonce(this.noncePrefix));
     cipher.setAAD(Buffer.concat([this.header, bytes]));
@@ -174,7 +180,10 @@ function splitNameSeal(rest: Buffer, label: string): { chunks: Buffer; name: Buf
   };
 }
 
-/** The object's data key, unwrapped with the key its header names; an EncryptionKeyError when the keys lack it. */
+/**
+ * The object's data key, unwrapped with the key its header names: an EncryptionKeyError when the keys lack that id,
+ * an IntegrityError when they hold it and the header does not authenticate.
+ */
 function unwrapDataKey(envelope: EnvelopeHeader, keys: KeyRing | undefined, label: string): Buffer {
   const id = envelope.keyId;
   if (!keys) {
@@ -194,8 +203,10 @@ function unwrapDataKey(envelope: EnvelopeHeader, keys: KeyRing | undefined, labe
       .setAuthTag(envelope.wrapTag);
     return Buffer.concat([unwrap.update(envelope.wrapped), unwrap.final()]);
   } catch (err) {
-    throw new EncryptionKeyError(
-      `${label} does not open with key "${id}" of ${keys.source}: the file holds another key under that id, or the object's header is damaged`,
+    // The key ring holds the id: a tag that does not check is a changed header (the usual case, and a restore then
+    // falls back to an older full as past any damage), or another key under that id, which every object shows alike.
+    throw new IntegrityError(
+      `${label} is damaged: its encryption header does not authenticate with key "${id}" of ${keys.source} (a changed byte, or the file holds another key under that id)`,
       { cause: err },
     );
   }
@@ -203,8 +214,8 @@ function unwrapDataKey(envelope: EnvelopeHeader, keys: KeyRing | undefined, labe
 
 /**
  * An encrypted object's header alone (as `EnvelopeCheck` gives it), checked: its key id, or an IntegrityError
- * when it is not a whole header of this version. With `keys`, its data key is unwrapped too, so that a missing or
- * wrong key is told (EncryptionKeyError) before any of the object is read.
+ * when it is not a whole header of this version. With `keys`, its data key is unwrapped too, so that a missing key
+ * (EncryptionKeyError) or a header that does not authenticate (IntegrityError) is told before any of the object is read.
  */
 export function checkEnvelopeHeader(header: Buffer, label: string, keys?: KeyRing): string {
   const queue = new ByteQueue();
@@ -232,10 +243,15 @@ export class ObjectDecipher extends Transform {
   /** The key id the object names, once its header is read. */
   keyId?: string;
 
+  /**
+   * `plainAllowed`, when given, is asked before any byte of an object that turns out to be plain passes, and
+   * rejects to refuse it (store/plain-substitutes.ts).
+   */
   constructor(
     private readonly keys: KeyRing | undefined,
     private readonly name: string,
     private readonly label = name,
+    private readonly plainAllowed?: () => Promise<void>,
   ) {
     super();
   }
@@ -254,7 +270,7 @@ export class ObjectDecipher extends Transform {
         if (found === undefined) return done();
         if (found === 'plain') {
           this.mode = 'plain';
-          return done(null, this.queue.take(this.queue.length));
+          return this.passPlain(done);
         }
         this.begin(found);
       }
@@ -272,7 +288,7 @@ export class ObjectDecipher extends Transform {
       if (this.mode === 'head') {
         // Shorter than a header: plain if it does not start like one.
         if (!isEncrypted(this.queue.peek(ENCRYPTION_MAGIC.length)) && !startsLikeHeader(this.queue)) {
-          return done(null, this.queue.take(this.queue.length));
+          return this.passPlain(done);
         }
         throw new IntegrityError(`${this.label} is cut short: its encryption header is incomplete`);
       }
@@ -288,6 +304,12 @@ export class ObjectDecipher extends Transform {
     } catch (err) {
       done(err as Error);
     }
+  }
+
+  /** What has come of a plain object, once it may pass. */
+  private passPlain(done: TransformCallback): void {
+    if (!this.plainAllowed) return done(null, this.queue.take(this.queue.length));
+    this.plainAllowed().then(() => done(null, this.queue.take(this.queue.length)), done);
   }
 
   private begin(envelope: EnvelopeHeader): void {

@@ -92,7 +92,10 @@ export async function replayChain(options: ChainReplayOptions): Promise<ChainRep
     const fetched = prefetchInOrder(
       chain.deltas,
       async (entry, signal) => {
-        await fetchDelta(store, entry, deltaFile(workDir, entry), { signal });
+        await fetchDelta(store, entry, deltaFile(workDir, entry), {
+          signal,
+          base: { revision: base.revision, dbSize: base.size },
+        });
         return deltaFile(workDir, entry);
       },
       { concurrency: options.maxFetchers, signal: options.signal, discard: (file) => rm(file, { force: true }) },

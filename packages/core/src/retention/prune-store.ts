@@ -46,8 +46,10 @@ export async function pruneStore(store: SnapStore, options: PruneOptions): Promi
   const run = async (signal: AbortSignal | undefined): Promise<PruneReport> => {
     const logger = options.logger ?? silentLogger;
     const catalog = await catalogStore(store);
-    const restorableFull = await newestVerifiedFull(store, catalog.snapshots, logger, signal);
-    const plan = planRetention(catalog, options.policy, { now: (options.now ?? (() => new Date()))(), restorableFull });
+    const verified = await newestVerifiedFull(store, catalog.snapshots, logger, signal);
+    const now = (options.now ?? (() => new Date()))();
+    const plan = planRetention(catalog, options.policy, { now, restorableFull: verified.name });
+    plan.warnings.unshift(...verified.warnings);
     for (const warning of plan.warnings) logger.warn(warning);
     const outcomes = new Map<string, DeleteOutcome>();
     if (options.dryRun) return { dryRun: true, plan, outcomes };
@@ -94,36 +96,42 @@ export async function pruneStore(store: SnapStore, options: PruneOptions): Promi
 
 /**
  * The newest full snapshot that verifies (its stored digest and etcd's sha256 trailer, streamed, nothing
- * written): the start of the chain a restore would take, which no rule may delete. A damaged full is passed
- * over, as restore passes it over. With fulls in the store and none that verifies, nothing is deleted.
+ * written; with a key, its tags too): the start of the chain a restore would take, which no rule may delete. A
+ * damaged full is passed over, as restore passes it over. With fulls in the store and none that verifies, nothing
+ * is deleted. Without the key of an encrypted full, gc cannot judge it: it is kept as the start of the chain unverified
+ * (a damaged one would then be kept, and the rules decide the older fulls as usual). `warnings` says which fulls were
+ * passed over or kept unverified, and why.
  */
 async function newestVerifiedFull(
   store: SnapStore,
   snapshots: readonly CatalogEntry[],
   logger: Logger,
   signal: AbortSignal | undefined,
-): Promise<string | undefined> {
+): Promise<{ name?: string; warnings: string[] }> {
   const fulls = snapshots.filter((e) => e.kind === 'Full').reverse();
+  const warnings: string[] = [];
   for (const full of fulls) {
     try {
       await fetchFullSnapshot(store, full, '/dev/null', { signal, logger });
-      return full.name;
+      return { name: full.name, warnings };
     } catch (err) {
-      // gc needs no key: an encrypted full it cannot open stays the chain's start, as it cannot be judged.
       if (err instanceof EncryptionKeyError) {
-        logger.warn(`${full.name} is kept unverified: ${errorMessage(err)}`);
-        return full.name;
+        warnings.push(
+          `${full.name} is kept unverified: ${errorMessage(err)}. Without it, gc cannot tell whether it is damaged and keeps it as the start of the newest restorable chain; with it, gc would pass over a damaged one`,
+        );
+        return { name: full.name, warnings };
       }
       if (!isUnusableFullSnapshot(err)) throw err;
-      logger.warn(`${full.name} does not verify, so it cannot start the newest chain: ${errorMessage(err)}`);
+      warnings.push(`${full.name} does not verify, so it cannot start the newest chain: ${errorMessage(err)}`);
     }
   }
   if (fulls.length > 0) {
+    for (const warning of warnings) logger.warn(warning);
     throw new OperationError(
       `${store.location}: none of its ${fulls.length} full snapshots verifies, so no restore is possible from it; gc deletes nothing: take a full snapshot (etcd-snapshot save) first`,
     );
   }
-  return undefined;
+  return { warnings };
 }
 
 /** Whether every delete the run tried went through (immutable objects count as expected, not as failures). */

@@ -4,29 +4,33 @@ import { pipeline, type Readable } from 'node:stream';
 import { ObjectCipher, ObjectDecipher } from '../format/encryption.js';
 import type { KeyRing } from '../format/encryption-keys.js';
 import { parseSnapshotName } from '../format/snapshot-name.js';
+import { METADATA_ENCRYPTION_KEY_ID } from './metadata.js';
+import { PlainSubstitutes } from './plain-substitutes.js';
 import type { GetOptions, PutOptions, SnapStore, StoredObject } from './snapstore.js';
 
-/** Object metadata key of the id of the key an object is encrypted with, for people and tools without the key. */
-export const METADATA_ENCRYPTION_KEY_ID = 'encryption-key-id';
+export { METADATA_ENCRYPTION_KEY_ID };
 
 /**
  * Client-side encryption as a wrapper around any store (docs/encryption.md), outside the retries so that a resumed
  * download continues the stored bytes. With keys, snapshots are encrypted as they are put (after compression: the
  * callers compress); other objects (the store lock) stay plain, so that gc and list need no key. Every get
  * decrypts what is encrypted and passes the rest through, so a store of plain and encrypted snapshots reads as
- * one; without keys, an encrypted object fails with an EncryptionKeyError that names it and its key id.
+ * one (with keys, but for plain snapshots newer than its first encrypted one: plain-substitutes.ts); without keys, an encrypted object fails with an EncryptionKeyError that names it and its key id.
  *
  * What callers record and check (our sha256 of the stored bytes, sizes read back) is of the bytes they put and get:
  * the compressed snapshot, before encryption.
  */
 export class EncryptedStore implements SnapStore {
   readonly location: string;
+  /** With keys, a plain snapshot newer than the store's first encrypted one is refused as a substitute. */
+  private readonly plainSubstitutes: PlainSubstitutes;
 
   constructor(
     private readonly inner: SnapStore,
     private readonly keys: KeyRing | undefined,
   ) {
     this.location = inner.location;
+    this.plainSubstitutes = new PlainSubstitutes(inner);
   }
 
   sealer(): ObjectCipher | undefined {
@@ -67,7 +71,9 @@ export class EncryptedStore implements SnapStore {
     // part of a snapshot otherwise.
     if (options.offset || options.raw) return this.inner.get(name, { offset: options.offset });
     const raw = await this.inner.get(name);
-    return pipeline(raw, new ObjectDecipher(this.keys, name, `${this.location}/${name}`), () => {});
+    const label = `${this.location}/${name}`;
+    const plainAllowed = this.keys && (() => this.plainSubstitutes.check(name, label));
+    return pipeline(raw, new ObjectDecipher(this.keys, name, label, plainAllowed), () => {});
   }
 
   list(prefix?: string): Promise<StoredObject[]> {

@@ -231,8 +231,8 @@ export function describeConformance(provider: string, start: () => Promise<Confo
         expect((await readAll(await through(keys).get(name))).equals(data)).toBe(true);
         expect((await readAll(await through(rotated).get(name))).equals(data)).toBe(true);
         expect((await raw.stat(name))?.metadata).toMatchObject({ 'encryption-key-id': 'old', sha256: 'a'.repeat(64) });
-        // A plain snapshot beside it (a mixed store) and the store lock (not a snapshot) read as they are.
-        const plain = 'v2/Incr-00000010-00000011-1700000001.zst';
+        // A plain snapshot from before it (a mixed store) and the store lock (not a snapshot) read as they are.
+        const plain = 'v2/Incr-00000001-00000008-1699999999.zst';
         await raw.put(plain, bodyOf(Buffer.from('plain delta')));
         expect((await readAll(await through(keys).get(plain))).toString()).toBe('plain delta');
         await through(keys).put('v2/etcd-steward.lock', bodyOf(Buffer.from('{}')));
@@ -253,23 +253,43 @@ export function describeConformance(provider: string, start: () => Promise<Confo
           bytes.subarray(at(0), at(1)),
           bytes.subarray(at(2)),
         ]);
-        const damaged: Array<[string, Buffer]> = [
+        // The key ring holds the header's key id, so a header that does not authenticate is damage, not a key error.
+        const wrappedKey = Buffer.from(bytes);
+        wrappedKey[header - 16 - 5] ^= 1;
+        const damaged: Array<[string, Buffer, RegExp?]> = [
           ['a flipped byte', flipped],
+          [
+            'a changed byte of the wrapped data key',
+            wrappedKey,
+            /encryption header does not authenticate with key "old"/,
+          ],
           ['a tail cut at a chunk boundary', bytes.subarray(0, at(3))],
+          // The seal holds, so only the last-chunk flag of the nonce tells that chunk 2 was not written last.
+          [
+            'the last chunk dropped, the name seal kept',
+            Buffer.concat([bytes.subarray(0, at(3)), bytes.subarray(bytes.length - nameSeal)]),
+            /encrypted chunk 2 does not authenticate/,
+          ],
           ['a tail cut inside a chunk', bytes.subarray(0, bytes.length - 100)],
           ['two chunks swapped', swapped],
           ['a header cut short', bytes.subarray(0, 40)],
           ['the name seal cut off', bytes.subarray(0, bytes.length - nameSeal)],
         ];
-        for (const [what, body] of damaged) {
+        for (const [what, body, says] of damaged) {
           await raw.put(name, bodyOf(body));
           const err = await readAll(await through(keys).get(name)).catch((e: unknown) => e);
           expect(err, what).toBeInstanceOf(IntegrityError);
           expect((err as Error).message, what).toContain(`${raw.location}/${name}`);
+          if (says) expect((err as Error).message, what).toMatch(says);
         }
         await raw.put(name, bodyOf(bytes));
+        // Another key under the object's key id cannot be told from a changed header: damage, naming both causes.
+        const impostorErr = await readAll(await through(impostor).get(name)).catch((e: unknown) => e);
+        expect(impostorErr).toBeInstanceOf(IntegrityError);
+        expect((impostorErr as Error).message).toMatch(
+          /is damaged: its encryption header does not authenticate with key "old" of impostor.txt \(a changed byte, or the file holds another key under that id\)/,
+        );
         for (const [ring, says] of [
-          [impostor, /does not open with key "old" of impostor.txt/],
           [
             parseKeyFile(`other ${'44'.repeat(32)}`, 'other.txt'),
             /encrypted with key "old", which other.txt does not hold/,
@@ -280,6 +300,36 @@ export function describeConformance(provider: string, start: () => Promise<Confo
           expect(err).toBeInstanceOf(EncryptionKeyError);
           expect((err as Error).message).toMatch(says);
           expect((err as Error).message).toContain(name);
+        }
+      });
+
+      it('with a key, refuses a plain snapshot newer than the first encrypted one (a substitute), and reads older plain ones', async () => {
+        const p = await pair();
+        const plain = (n: string) => p.raw.put(n, bodyOf(Buffer.from(`plain ${n}`)));
+        // Plain before encryption was turned on, then encrypted: a store migrated in place.
+        await plain('v2/Full-00000000-00000005-1700000000.zst');
+        await plain('v2/Incr-00000006-00000008-1700000010.zst');
+        await p.with(keys).put('v2/Incr-00000009-00000010-1700000020.zst', bodyOf(data));
+        await p.with(keys).put('v2/Full-00000000-00000010-1700000030.zst', bodyOf(data));
+        const readWith = async (n: string, ring?: KeyRing) =>
+          readAll(await p.with(ring).get(n)).catch((e: unknown) => e);
+        for (const older of ['v2/Full-00000000-00000005-1700000000.zst', 'v2/Incr-00000006-00000008-1700000010.zst']) {
+          expect(String(await readWith(older, keys))).toBe(`plain ${older}`);
+        }
+        // The newest full put back plain under its own name, and a plain one named with a later revision but an
+        // early time: neither is read with the key; without a key, what was asked for is read as it is.
+        const substitutes = [
+          ['v2/Full-00000000-00000010-1700000030.zst', 'v2/Incr-00000009-00000010-1700000020.zst'],
+          ['v2/Full-00000000-00000012-1700000001.zst', 'v2/Incr-00000009-00000010-1700000020.zst'],
+        ];
+        for (const [substitute, older] of substitutes) {
+          await plain(substitute);
+          const err = await readWith(substitute, keys);
+          expect(err, substitute).toBeInstanceOf(IntegrityError);
+          expect((err as Error).message).toBe(
+            `${p.raw.location}/${substitute} is not encrypted, but the store holds an encrypted snapshot from before it (${older}): a plain snapshot newer than the first encrypted one is taken for a substitute and not used; delete it if nobody meant to write it plain (docs/encryption.md §1)`,
+          );
+          expect(String(await readWith(substitute))).toBe(`plain ${substitute}`);
         }
       });
 
