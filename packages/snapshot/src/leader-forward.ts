@@ -19,6 +19,11 @@ export interface LeaderForwardOptions {
   ca?: Buffer;
   /** This server's certificate, shown to the leader's sidecar when its endpoints ask for client certificates. */
   clientCertificate?: { cert: Buffer; key: Buffer };
+  /**
+   * Requests passed on at once (--server-max-forwarded): each may wait for a full snapshot, up to 30 minutes, so
+   * past it a request is answered 503 with Retry-After rather than held.
+   */
+  maxInFlight: number;
 }
 
 /**
@@ -26,6 +31,8 @@ export interface LeaderForwardOptions {
  * host, on this server's port. When that fails, it answers 503 and says where the leader is.
  */
 export class LeaderForward {
+  private inFlight = 0;
+
   constructor(
     private readonly leadership: Leadership,
     private readonly options: LeaderForwardOptions,
@@ -40,10 +47,18 @@ export class LeaderForward {
     });
     if (!leader) return notLeader('the etcd leader is not known right now; try again');
     if (request.headers[FORWARDED]) return notLeader('it is not the leader either; ask the leader directly');
+    if (this.inFlight >= this.options.maxInFlight) {
+      return notLeader(
+        `it already passes ${this.options.maxInFlight} requests on to the leader (--server-max-forwarded); try again, or ask the leader directly`,
+      );
+    }
+    this.inFlight++;
     try {
       return await this.send(new URL(pathAndQuery, leader), request.method ?? 'GET', request.headers.authorization);
     } catch (err) {
       return notLeader(`forwarding to the leader failed (${errorMessage(err)})`);
+    } finally {
+      this.inFlight--;
     }
   }
 
