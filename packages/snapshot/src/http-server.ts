@@ -21,6 +21,8 @@ export interface HttpServerOptions {
    * Retry-After, /healthz excepted; past twice as many, connections are closed unanswered.
    */
   maxConnections: number;
+  /** How long a connection may take to send a request's headers: 10 s unless a test asks for less. */
+  headersTimeoutMs?: number;
 }
 
 /** Requests never carry anything we read; a large body is refused rather than drained. */
@@ -95,13 +97,25 @@ export class HttpServer implements Component {
           handler,
         )
       : http.createServer(handler);
-    server.headersTimeout = 10_000;
+    const headersTimeoutMs = this.options.headersTimeoutMs ?? 10_000;
+    server.headersTimeout = headersTimeoutMs;
     server.requestTimeout = 30_000;
     // Counted where HTTP starts: after the handshake with TLS. The kernel-level cap also bounds handshakes.
+    const silent = new WeakMap<Socket, NodeJS.Timeout>();
     server.on(tls ? 'secureConnection' : 'connection', (socket: Socket) => {
       if (++this.connections > this.options.maxConnections) this.pastCap.add(socket);
-      socket.once('close', () => this.connections--);
+      // Node times out late headers only once a connection has sent something: one that sends nothing would
+      // hold its place under the cap for good.
+      silent.set(
+        socket,
+        setTimeout(() => socket.destroy(), headersTimeoutMs),
+      );
+      socket.once('close', () => {
+        this.connections--;
+        clearTimeout(silent.get(socket));
+      });
     });
+    server.on('request', (req: IncomingMessage) => clearTimeout(silent.get(req.socket as Socket)));
     server.maxConnections = 2 * this.options.maxConnections;
     this.server = server;
     server.listen(this.options.port, this.options.host);

@@ -120,7 +120,7 @@ describe('HttpServer past its connections', () => {
   beforeAll(async () => {
     const ok = async () => ({ status: 200 });
     server = new HttpServer(
-      { host: '127.0.0.1', port: 0, maxConnections: 2 },
+      { host: '127.0.0.1', port: 0, maxConnections: 2, headersTimeoutMs: 1500 },
       [{ path: '/work', methods: ['GET'], handle: ok }],
       () => true,
       context(),
@@ -144,6 +144,16 @@ describe('HttpServer past its connections', () => {
     expect(await getAlone(`${url}/healthz`)).toEqual({ status: 200 });
     for (const socket of idle.splice(0)) socket.destroy();
     await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await getAlone(`${url}/work`)).toEqual({ status: 200 });
+  });
+
+  it('closes a connection that sends no request in time, so that silent ones cannot hold the cap', async () => {
+    const started = Date.now();
+    const silent = connect(server.port, '127.0.0.1');
+    idle.push(silent);
+    await once(silent, 'close');
+    expect(Date.now() - started).toBeLessThan(5_000);
+    // One that sends a request on time is served.
     expect(await getAlone(`${url}/work`)).toEqual({ status: 200 });
   });
 });
