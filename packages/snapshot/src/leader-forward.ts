@@ -46,6 +46,11 @@ export class LeaderForward {
       headers: RETRY_AFTER,
     });
     if (!leader) return notLeader('the etcd leader is not known right now; try again');
+    // Its own member leads, but may not be snapshotted: passed on, the request would come back here.
+    const { status, suspension } = this.leadership;
+    if (suspension !== undefined && status?.leader === status?.memberId) {
+      return notLeader(`its etcd member leads the cluster, but snapshots from it are stopped: ${suspension}`);
+    }
     if (request.headers[FORWARDED]) return notLeader('it is not the leader either; ask the leader directly');
     if (this.inFlight >= this.options.maxInFlight) {
       return notLeader(
