@@ -120,4 +120,17 @@ describe('the etcd password (etcd with auth enabled)', () => {
       }
     },
   );
+
+  it.each([
+    ['etcd-snapshot', ['list', '--store', 'file:///nonexistent-store'], '--password'],
+    ['etcd-validate', ['check', '--data-dir', '/nonexistent-data-dir'], '--password'],
+  ])('%s %j, which takes no password, still refuses --password as an unknown argument', async (program, args, flag) => {
+    const result = await runProgram(program, [...args, '--password', 'root-pw-4711']);
+    expect(result.code).toBe(2);
+    expect(JSON.parse(result.stderr.trim())).toMatchObject({
+      level: 'error',
+      msg: `unknown argument ${flag} (see --help)`,
+    });
+    expect(result.stderr).not.toContain('root-pw-4711');
+  });
 });

@@ -3,6 +3,7 @@ import { UsageError } from '../common/errors.js';
 import { parseBoolean, parseNumber } from '../common/flag-values.js';
 import { readConfigFile } from './config-file.js';
 import { closestName } from './did-you-mean.js';
+import { PASSWORD_MOVED_FROM } from './process-restart.js';
 
 /** Flags whose values are never shown in a message. */
 const SECRET_FLAGS = new Set(['user', 'password']);
@@ -11,7 +12,7 @@ const ORIGINS = Symbol('where each flag was given');
 
 const ENV_PREFIX = 'ETCD_STEWARD_';
 /** Variables of the prefix that are not flags. */
-const OTHER_VARIABLES = new Set(['ETCD_STEWARD_DEBUG']);
+const OTHER_VARIABLES = new Set(['ETCD_STEWARD_DEBUG', PASSWORD_MOVED_FROM]);
 
 interface Given {
   value: string | number | boolean;
@@ -44,6 +45,12 @@ export async function resolveFlags(
 ): Promise<string[]> {
   const types = optionTypes(y);
   const fromArgv = scanCommandLine(tokens, types);
+  const movedFrom = env[PASSWORD_MOVED_FROM];
+  if (movedFrom !== undefined) {
+    // Read once, here: a program this one starts does not inherit it.
+    delete env[PASSWORD_MOVED_FROM];
+    if (!types.names.has('password')) throw new UsageError(`unknown argument ${movedFrom} (see --help)`);
+  }
   const fromEnv = new Map<string, Given>();
   for (const name of types.names) {
     const variable = variableOf(name);

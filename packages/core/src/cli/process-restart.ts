@@ -1,5 +1,11 @@
 import { withoutPassword } from './password-argument.js';
 
+/**
+ * Set with a password moved off the command line: the flag it was given with, so that a command without
+ * `--password` still refuses it as an unknown argument (flag-sources.ts) rather than finding it in its environment.
+ */
+export const PASSWORD_MOVED_FROM = 'ETCD_STEWARD_PASSWORD_MOVED_FROM';
+
 /** Node flags and environment variables a program runs with. */
 export interface ProcessSettings {
   nodeFlags: readonly string[];
@@ -24,11 +30,11 @@ export function ensureProcessSettings(settings: ProcessSettings = { nodeFlags: [
   const flags = nodeFlags.filter((flag) => !given.has(name(flag)));
   const vars = Object.entries(env).filter(([variable]) => process.env[variable] === undefined);
   const [script, ...args] = process.argv.slice(1);
-  const { argv, password } = withoutPassword(args);
+  const { argv, password, flag } = withoutPassword(args);
   if ((flags.length === 0 && vars.length === 0 && password === undefined) || !process.execve) return;
   process.execve(process.execPath, [process.execPath, ...flags, ...process.execArgv, script, ...argv], {
     ...process.env,
     ...Object.fromEntries(vars),
-    ...(password === undefined ? {} : { ETCD_STEWARD_PASSWORD: password }),
+    ...(password === undefined ? {} : { ETCD_STEWARD_PASSWORD: password, [PASSWORD_MOVED_FROM]: flag }),
   });
 }
