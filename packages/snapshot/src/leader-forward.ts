@@ -99,8 +99,13 @@ export class LeaderForward {
         });
         res.on('error', reject);
         res.on('end', () => {
-          const type = String(res.headers['content-type'] ?? 'text/plain');
-          resolve({ status: res.statusCode ?? 502, body: Buffer.concat(chunks), headers: { 'content-type': type } });
+          const headers: Record<string, string> = {
+            'content-type': String(res.headers['content-type'] ?? 'text/plain'),
+          };
+          // A 503 or 429 of the leader's says when to ask again; the caller must hear it too.
+          const retryAfter = res.headers['retry-after'];
+          if (retryAfter !== undefined) headers['retry-after'] = retryAfter;
+          resolve({ status: res.statusCode ?? 502, body: Buffer.concat(chunks), headers });
         });
       });
       req.end();

@@ -177,6 +177,11 @@ describe('LeaderForward', () => {
         body: { method: req.method, final: query.get('final'), authorization: req.headers.authorization ?? null },
       }),
     };
+    const limited: Route = {
+      path: '/limited',
+      methods: ['GET', 'POST'],
+      handle: async () => ({ status: 429, body: { error: 'later' }, headers: { 'retry-after': '17' } }),
+    };
     // Answers once the test releases it, as a leader taking a full snapshot does.
     const slow: Route = {
       path: '/slow',
@@ -188,7 +193,7 @@ describe('LeaderForward', () => {
     };
     leaderServer = new HttpServer(
       { host: '127.0.0.1', port, maxConnections: 100 },
-      [full, slow],
+      [full, slow, limited],
       () => true,
       context(),
     );
@@ -240,6 +245,17 @@ describe('LeaderForward', () => {
     release();
     expect((await Promise.all(held)).map((answer) => answer.status)).toEqual([200, 200]);
     expect((await forward.forward(incoming(), '/snapshot/full')).status).toBe(200);
+  });
+
+  it("passes the leader's Retry-After on with its answer", async () => {
+    const forward = new LeaderForward(leadership('http://127.0.0.1:2379'), {
+      serverPort: port,
+      tls: false,
+      maxInFlight: 8,
+    });
+    const answer = await forward.forward(incoming(), '/limited');
+    expect(answer).toMatchObject({ status: 429, headers: { 'retry-after': '17' } });
+    expect(JSON.parse(String(answer.body))).toEqual({ error: 'later' });
   });
 
   it('never passes a request on twice, and says where the leader is when it cannot forward', async () => {
