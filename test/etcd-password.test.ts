@@ -87,4 +87,50 @@ describe('the etcd password (etcd with auth enabled)', () => {
       silent.close();
     }
   });
+
+  it.each([[['--user', 'root', '--password', 'root-pw-4711']], [['--user=root:root-pw-4711']]])(
+    'given to etcd-validate bootstrap as %j, is not in its command line while it asks the cluster',
+    async (flags) => {
+      // Members that take connections and never answer: bootstrap waits on them, and its process can be read.
+      const connected: Socket[] = [];
+      const silent = createServer((socket) => connected.push(socket)).listen(0, '127.0.0.1');
+      await once(silent, 'listening');
+      const endpoint = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+      const bootstrap = startProgram('etcd-validate', [
+        'bootstrap',
+        ...['--data-dir', path('validate-data'), '--store', `file://${path('validate-store')}`],
+        ...['--name', 'a', '--initial-advertise-peer-urls', 'http://127.0.0.1:2380'],
+        ...['--initial-cluster', 'a=http://127.0.0.1:2380,b=http://127.0.0.1:2390', '--endpoints', endpoint],
+        ...flags,
+      ]);
+      try {
+        // It connects only once it has loaded, which is after any start again.
+        await waitFor('bootstrap to ask the cluster', async () => connected.length > 0 || undefined);
+        const cmdline = (await readFile(`/proc/${bootstrap.pid}/cmdline`, 'utf8')).split('\0');
+        expect(cmdline).toContain('bootstrap');
+        expect(cmdline).toContain('--user=root');
+        expect(cmdline.join(' ')).not.toContain('root-pw-4711');
+        expect((await readFile(`/proc/${bootstrap.pid}/environ`, 'utf8')).split('\0')).toContain(
+          'ETCD_STEWARD_PASSWORD=root-pw-4711',
+        );
+      } finally {
+        bootstrap.kill('SIGKILL');
+        for (const socket of connected) socket.destroy();
+        silent.close();
+      }
+    },
+  );
+
+  it.each([
+    ['etcd-snapshot', ['list', '--store', 'file:///nonexistent-store'], '--password'],
+    ['etcd-validate', ['check', '--data-dir', '/nonexistent-data-dir'], '--password'],
+  ])('%s %j, which takes no password, still refuses --password as an unknown argument', async (program, args, flag) => {
+    const result = await runProgram(program, [...args, '--password', 'root-pw-4711']);
+    expect(result.code).toBe(2);
+    expect(JSON.parse(result.stderr.trim())).toMatchObject({
+      level: 'error',
+      msg: `unknown argument ${flag} (see --help)`,
+    });
+    expect(result.stderr).not.toContain('root-pw-4711');
+  });
 });

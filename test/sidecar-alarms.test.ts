@@ -85,7 +85,14 @@ it('a CORRUPT alarm on its member fails /healthz and stops snapshots from it unt
   await waitFor('/healthz to fail', async () => (await fetch(`${url}/healthz`)).status === 503);
   expect(await metric(url, 'etcd_snapshot_alarms', 'alarm="CORRUPT"')).toBe(1);
   await waitFor('snapshots to stop', async () => (await metric(url, 'etcd_snapshot_leader')) === 0);
-  expect((await fetch(`${url}/snapshot/full`, { method: 'POST' })).status).not.toBe(200);
+  const refused = await fetch(`${url}/snapshot/full`, { method: 'POST' });
+  expect(refused.status).toBe(503);
+  expect(refused.headers.get('retry-after')).toBe('5');
+  expect(await refused.json()).toEqual({
+    error:
+      'this sidecar does not take snapshots: its etcd member leads the cluster, but snapshots from it are stopped: its etcd member has a CORRUPT alarm',
+    leader: url,
+  });
 
   await setAlarm(conn, { memberId, alarm: 'CORRUPT' }, false);
   await waitFor('/healthz to pass', async () => (await fetch(`${url}/healthz`)).status === 200);

@@ -29,7 +29,7 @@ function untilStarted<T extends number | Response>(ask: () => Promise<T>): Promi
   });
 }
 
-it('with --server-token-file, snapshots and initialization need the bearer token; /healthz and /metrics stay open', async () => {
+it('with --server-token-file, snapshots and initialization need the bearer token; /healthz, /metrics and /snapshot/latest stay open', async () => {
   const token = 'k7Qd0-test-token-9fz';
   await writeFile(at('token-file'), `${token}\n`);
   const sidecar = await sidecarWith('token', ['--server-token-file', at('token-file')]);
@@ -41,6 +41,7 @@ it('with --server-token-file, snapshots and initialization need the bearer token
 
   expect((await fetch(`${url}/healthz`)).status).toBe(200);
   expect((await fetch(`${url}/metrics`)).status).toBe(200);
+  expect((await fetch(`${url}/snapshot/latest`)).status).toBe(200);
   for (const path of ['/snapshot/full', '/snapshot/delta', '/initialization/start', '/initialization/status']) {
     const refused = await fetch(`${url}${path}`, path.endsWith('status') ? {} : as());
     expect(refused.status, path).toBe(401);

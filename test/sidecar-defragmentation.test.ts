@@ -68,7 +68,7 @@ it('a scheduled defragmentation runs on every member once per due time, one memb
 
   const log = await lines();
   const done = await runs();
-  // once per due time, whichever sidecar did it
+  // once per due time (only the leader's sidecar runs the schedule here; two that both lead: the next test)
   expect(new Set(done.map((l) => l.due)).size).toBe(done.length);
   expect(done[0]).toMatchObject({ defragmented: 3, skipped: 0 });
   expect(done[1]).toMatchObject({ defragmented: 0, skipped: 3 });
@@ -100,6 +100,54 @@ it('a scheduled defragmentation runs on every member once per due time, one memb
     sidecars.map((s) => metric(s.url, 'etcd_snapshot_defragmentation_reclaimed_bytes_total')),
   );
   expect(reclaimed.reduce((a, b) => (a ?? 0) + (b ?? 0), 0)).toBeGreaterThan(3 * 2 * 2 ** 20);
+  for (const s of sidecars) expect(await s.stop()).toBe(0);
+});
+
+it('two sidecars that both lead at one due time (as in a leader change) run it once: one defragments, the other finds it done and skips it', async () => {
+  const cluster = await startCluster();
+  onTestFinished(() => cluster.stop());
+  // Both on the one member, so both lead and both run every due time of the schedule, at the same moment.
+  const sidecars: SidecarProcess[] = [];
+  for (const name of ['a', 'b']) {
+    const sidecar = await startSidecar({
+      endpoint: cluster.endpoints[0],
+      store: `file://${at(`store-twice-${name}`)}`,
+      dir: at(`sidecar-twice-${name}`),
+      args: [
+        '--no-snapshotter',
+        ...['--defragmentation-schedule', '*/5 * * * * *', '--defrag-min-reclaim', '0'],
+        ...['--alarm-check-period', '0'],
+      ],
+    });
+    onTestFinished(() => sidecar.kill());
+    sidecars.push(sidecar);
+  }
+  type Outcome = { sidecar: number; msg: string; due: string; reason?: string };
+  const outcomes = async (): Promise<Outcome[]> =>
+    (await Promise.all(sidecars.map((s) => s.log()))).flatMap((log, sidecar) =>
+      log
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => ({ sidecar, ...(JSON.parse(l) as Omit<Outcome, 'sidecar'>) }))
+        .filter((l) => l.msg === 'defragmentation done' || l.msg === 'defragmentation skipped'),
+    );
+  // A due time both sidecars have an outcome for.
+  const due = await waitFor(
+    'both sidecars to run one due time',
+    async () => {
+      const all = await outcomes();
+      return all.find((o) => all.some((other) => other.sidecar !== o.sidecar && other.due === o.due))?.due;
+    },
+    30_000,
+  );
+  const forDue = (await outcomes()).filter((o) => o.due === due).sort((x, y) => x.msg.localeCompare(y.msg));
+  expect(forDue.map((o) => o.msg)).toEqual(['defragmentation done', 'defragmentation skipped']);
+  expect(forDue[0].sidecar).not.toBe(forDue[1].sidecar);
+  expect(forDue[1].reason).toMatch(new RegExp(`the run due at ${due.replaceAll('.', '\\.')} was done already`));
+  const defragmented = await Promise.all(
+    sidecars.map((s) => metric(s.url, 'etcdbr_defragmentation_duration_seconds_count', 'succeeded="true"')),
+  );
+  expect(defragmented.reduce((a, b) => (a ?? 0) + (b ?? 0), 0)).toBeGreaterThanOrEqual(1);
   for (const s of sidecars) expect(await s.stop()).toBe(0);
 });
 

@@ -244,3 +244,68 @@ describe('etcd TLS files and endpoints (a real etcd)', () => {
     expect(JSON.parse(result.stdout).revision).toBeGreaterThan(0);
   });
 });
+
+describe('--log-level, from every source', () => {
+  let store: string;
+  beforeAll(async () => {
+    await cp(ebrStoreDir, path('level-store'), { recursive: true });
+    store = `file://${path('level-store')}`;
+  });
+  let runs = 0;
+  /** A restore logs what it does at info; its JSON log lines on stderr, by level. */
+  const restoreLevels = async (args: string[], env: NodeJS.ProcessEnv = {}) => {
+    const dataDir = path(`level-data-${runs++}`);
+    const result = await runProgram('etcd-restore', ['--store', store, '--data-dir', dataDir, ...args], env);
+    expect(result).toMatchObject({ code: 0 });
+    return result.stderr
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => (JSON.parse(line) as { level: string }).level);
+  };
+
+  it('shows info and progress lines by default', async () => {
+    expect(await restoreLevels([])).toEqual(expect.arrayContaining(['info', 'progress']));
+  });
+
+  it('warn from the command line, ETCD_STEWARD_LOG_LEVEL or --config leaves them out', async () => {
+    expect(await restoreLevels(['--log-level', 'warn'])).toEqual([]);
+    expect(await restoreLevels([], { ETCD_STEWARD_LOG_LEVEL: 'warn' })).toEqual([]);
+    expect(await restoreLevels(['--config', await config('level.yaml', 'log-level: warn\n')])).toEqual([]);
+  });
+
+  it('from the command line wins over the environment, which wins over --config', async () => {
+    const file = await config('level-info.yaml', 'log-level: info\n');
+    expect(await restoreLevels(['--config', file], { ETCD_STEWARD_LOG_LEVEL: 'warn' })).toEqual([]);
+    expect(await restoreLevels(['--log-level', 'info'], { ETCD_STEWARD_LOG_LEVEL: 'warn' })).toContain('info');
+  });
+});
+
+describe('an ETCD_STEWARD_ variable that names no flag', () => {
+  it.each([
+    ['etcd-snapshot', ['list']],
+    ['etcd-restore', []],
+    ['etcd-validate', ['check']],
+    ['etcd-compact', []],
+    ['etcd-gc', []],
+    ['etcd-copy-backups', []],
+  ])('%s %j warns, naming the variable it is nearest to, never its value', async (program, args) => {
+    const result = await runProgram(program, args, { ETCD_STEWARD_LOGLEVEL: 'secret-value' });
+    const lines = result.stderr
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { level: string; msg: string });
+    expect(lines[0]).toEqual({
+      time: expect.any(String),
+      level: 'warn',
+      msg: 'ETCD_STEWARD_LOGLEVEL names no flag of this command and is ignored: did you mean ETCD_STEWARD_LOG_LEVEL?',
+    });
+    expect(result.stderr).not.toContain('secret-value');
+  });
+
+  it('is not warned of when it is a flag of the command, or at --log-level error', async () => {
+    const known = await runProgram('etcd-snapshot', ['list'], { ETCD_STEWARD_STORE: `file://${path('no-store')}` });
+    expect(known.stderr).not.toMatch(/names no flag/);
+    const quiet = await runProgram('etcd-restore', ['--log-level', 'error'], { ETCD_STEWARD_STOR: 'x' });
+    expect(quiet.stderr).not.toMatch(/names no flag/);
+  });
+});

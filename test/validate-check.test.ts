@@ -111,7 +111,11 @@ describe('etcd-validate check (the built program, data dirs of a real etcd)', ()
   it('a flipped byte in a leaf page passes sanity mode and fails full mode', async () => {
     const dataDir = await copy('leaf');
     await damageKeyLeaf(join(dataDir, 'member/snap/db'));
-    expect((await check(dataDir)).code).toBe(0);
+    const sanity = await check(dataDir);
+    expect(sanity.code).toBe(0);
+    expect(sanity.report?.verdict).toBe('valid');
+    expect(sanity.report?.reason).toMatch(/ is sound \(sanity check\): revision \d+/);
+    expect(sanity.report?.findings.filter((f) => f.check === 'db')).toEqual([]);
     const full = await check(dataDir, ['--mode', 'full']);
     expect(full.code).toBe(3);
     expect(full.report?.reason).toMatch(/^member\/snap\/db: bbolt page \d+: /);
@@ -265,6 +269,7 @@ describe('etcd-validate check (the built program, data dirs of a real etcd)', ()
     );
     const good = await check(path('good', 'data'), ['--store', storeUrl]);
     expect(good.code).toBe(0);
+    expect(good.report?.verdict).toBe('valid');
     expect(good.report?.store?.newestRevision).toBe(good.report?.db?.revision);
   });
 
@@ -302,17 +307,22 @@ describe('etcd-validate check (the built program, data dirs of a real etcd)', ()
 
   it('--fail-below-revision above the db revision needs a restore', async () => {
     const { report } = await check(path('good', 'data'));
-    const { code } = await check(path('good', 'data'), [
-      '--fail-below-revision',
-      String((report?.db?.revision ?? 0) + 1),
-    ]);
-    expect(code).toBe(3);
+    const revision = report?.db?.revision ?? 0;
+    const below = await check(path('good', 'data'), ['--fail-below-revision', String(revision + 1)]);
+    expect(below.code).toBe(3);
+    expect(below.report?.verdict).toBe('restore-needed');
+    expect(below.report?.reason).toBe(`the db is at revision ${revision}, below --fail-below-revision ${revision + 1}`);
+    const at = await check(path('good', 'data'), ['--fail-below-revision', String(revision)]);
+    expect(at.code).toBe(0);
+    expect(at.report?.verdict).toBe('valid');
   });
 
   it("safe_guard: written when missing, as ebr does; another namespace's volume is the wrong volume", async () => {
     const dataDir = await copy('guard');
     const first = await check(dataDir, [], { POD_NAMESPACE: 'shoot--a' });
     expect(first.code).toBe(0);
+    expect(first.report?.verdict).toBe('valid');
+    expect(first.report?.findings).toEqual([]);
     const guard = path('guard', 'safe_guard');
     expect(await readFile(guard, 'utf8')).toBe('shoot--a');
     expect((await stat(guard)).mode & 0o777).toBe(0o600);
@@ -325,18 +335,32 @@ describe('etcd-validate check (the built program, data dirs of a real etcd)', ()
   it('bad usage exits 2 before any work and writes nothing', async () => {
     const dataDir = await copy('usage');
     await writeFile(path('usage', 'a-file'), 'x');
-    const bad = [
-      ['--mode', 'quick'],
-      ['--fail-below-revision', '-1'],
-      ['--store', 'nope://x'],
-      ['--store', `file://${path('usage', 'a-file')}/store`],
+    const aFile = path('usage', 'a-file');
+    const bad: [string[], string][] = [
+      [['--mode', 'quick'], 'Invalid values: Argument: mode, Given: "quick", Choices: "sanity", "full" (see --help)'],
+      [['--fail-below-revision', '-1'], '--fail-below-revision -1: give a whole number of revisions, 0 or more'],
+      [
+        ['--store', 'nope://x'],
+        '--store "nope://x": unknown store scheme "nope:"; use one of file://, s3://, gs://, azblob://',
+      ],
+      [['--store', `file://${aFile}/store`], `--store file://${aFile}/store: ${aFile} is not a directory`],
     ];
-    for (const args of bad) {
+    /** The one error line of a usage error, and nothing on stdout. */
+    const usageError = (res: { code: number; stdout: string; stderr: string }) => {
+      expect(res.code).toBe(2);
+      expect(res.stdout).toBe('');
+      const lines = res.stderr.trim().split('\n');
+      expect(lines).toHaveLength(1);
+      return JSON.parse(lines[0]) as { level: string; msg: string };
+    };
+    for (const [args, msg] of bad) {
       const res = await check(dataDir, args, { POD_NAMESPACE: 'shoot--a' });
-      expect(res.code, args.join(' ')).toBe(2);
-      expect(res.stderr).toMatch(/error/);
+      expect(usageError(res), args.join(' ')).toMatchObject({ level: 'error', msg });
     }
-    expect((await check(path('usage', 'a-file'), [], { POD_NAMESPACE: 'shoot--a' })).code).toBe(2);
+    expect(usageError(await check(aFile, [], { POD_NAMESPACE: 'shoot--a' }))).toMatchObject({
+      level: 'error',
+      msg: `--data-dir ${aFile} is a file; give etcd's data dir (a folder)`,
+    });
     await expect(stat(path('usage', 'safe_guard'))).rejects.toThrow(/ENOENT/);
   });
 });

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `run` and `save` start again with the Node flags and malloc setting they run with before anything loads
-// (src/process-settings.ts).
-import { ensureProcessSettings, settingsFor } from '../dist/process-settings.js';
+// (src/process-settings.ts), and every command without an etcd password on its command line.
+import { ensureProcessSettings } from '@etcd-steward/core/process-restart';
+import { settingsFor } from '../dist/process-settings.js';
 
 ensureProcessSettings(settingsFor(process.argv.slice(2)));
 await import('../dist/cli.js');

@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 
-/** What the endpoints that act (snapshots, initialization) ask of a caller; nothing by default, as ebr. */
+/** What every route but the open ones (snapshots, initialization) asks of a caller; nothing by default, as ebr. */
 export interface AccessOptions {
   /** The bearer token a caller must send (--server-token-file). */
   token?: Buffer;
@@ -11,7 +11,7 @@ export interface AccessOptions {
 }
 
 /**
- * Decides whether a request may use an endpoint that acts. The token is compared through its sha256, in
+ * Decides whether a request may use a route that is not open. The token is compared through its sha256, in
  * constant time, so neither its content nor its length shows in the answer's timing; it never reaches a log.
  */
 export class ApiAccess {

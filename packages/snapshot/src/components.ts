@@ -14,8 +14,12 @@ export interface Route {
   path: string;
   methods: readonly string[];
   query?: readonly string[];
-  /** It acts (takes snapshots, initializes): it asks for the token or client certificate when configured. */
-  acts?: boolean;
+  /**
+   * Anyone may call it, even with --server-token-file or --server-tls-client-ca: only for what reads and changes
+   * nothing (/healthz, /metrics, /snapshot/latest). Every other route asks for the token or client certificate
+   * configured, so that a new route is never left open by omission.
+   */
+  open?: true;
   handle(request: IncomingMessage, query: URLSearchParams): Promise<RouteResponse>;
 }
 

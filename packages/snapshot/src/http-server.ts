@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import https from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { errorMessage, http, type Logger, OperationError } from '@etcd-steward/core/common';
 import type { Registry } from 'prom-client';
 import { ApiAccess } from './api-access.js';
@@ -14,8 +14,15 @@ export interface HttpServerOptions {
   port: number;
   /** PEM certificate and key: HTTPS when given; with `clientCa`, the CA whose client certificates may act. */
   tls?: { cert: Buffer; key: Buffer; clientCa?: Buffer };
-  /** The bearer token the endpoints that act ask for. */
+  /** The bearer token every route but the open ones asks for. */
   token?: Buffer;
+  /**
+   * Connections served at once (--server-max-connections): a request on one past it is answered 503 with
+   * Retry-After, /healthz excepted; past twice as many, connections are closed unanswered.
+   */
+  maxConnections: number;
+  /** How long a connection may take to send a request's headers: 10 s unless a test asks for less. */
+  headersTimeoutMs?: number;
 }
 
 /** Requests never carry anything we read; a large body is refused rather than drained. */
@@ -33,6 +40,9 @@ export class HttpServer implements Component {
   private readonly registry: Registry;
   private readonly logger: Logger;
   private readonly access: ApiAccess;
+  private connections = 0;
+  /** Connections that came while --server-max-connections were open. */
+  private readonly pastCap = new WeakSet<Socket>();
 
   constructor(
     private readonly options: HttpServerOptions,
@@ -47,6 +57,7 @@ export class HttpServer implements Component {
       {
         path: '/healthz',
         methods: ['GET'],
+        open: true,
         handle: async () => {
           const health = this.allHealthy();
           return { status: health ? 200 : 503, body: { health } };
@@ -55,6 +66,7 @@ export class HttpServer implements Component {
       {
         path: '/metrics',
         methods: ['GET'],
+        open: true,
         handle: async () => ({
           status: 200,
           body: await this.registry.metrics(),
@@ -73,8 +85,8 @@ export class HttpServer implements Component {
   async start(): Promise<void> {
     const handler = (req: IncomingMessage, res: ServerResponse) => void this.serve(req, res);
     const { tls } = this.options;
-    // A client certificate is asked for but not demanded by TLS itself: /healthz and /metrics stay open to
-    // probes without one, and the endpoints that act check it (ApiAccess).
+    // A client certificate is asked for but not demanded by TLS itself: the open routes stay open to probes
+    // without one, and every other route checks it (ApiAccess).
     const server = tls
       ? https.createServer(
           {
@@ -85,8 +97,26 @@ export class HttpServer implements Component {
           handler,
         )
       : http.createServer(handler);
-    server.headersTimeout = 10_000;
+    const headersTimeoutMs = this.options.headersTimeoutMs ?? 10_000;
+    server.headersTimeout = headersTimeoutMs;
     server.requestTimeout = 30_000;
+    // Counted where HTTP starts: after the handshake with TLS. The kernel-level cap also bounds handshakes.
+    const silent = new WeakMap<Socket, NodeJS.Timeout>();
+    server.on(tls ? 'secureConnection' : 'connection', (socket: Socket) => {
+      if (++this.connections > this.options.maxConnections) this.pastCap.add(socket);
+      // Node times out late headers only once a connection has sent something: one that sends nothing would
+      // hold its place under the cap for good.
+      silent.set(
+        socket,
+        setTimeout(() => socket.destroy(), headersTimeoutMs),
+      );
+      socket.once('close', () => {
+        this.connections--;
+        clearTimeout(silent.get(socket));
+      });
+    });
+    server.on('request', (req: IncomingMessage) => clearTimeout(silent.get(req.socket as Socket)));
+    server.maxConnections = 2 * this.options.maxConnections;
     this.server = server;
     server.listen(this.options.port, this.options.host);
     try {
@@ -145,8 +175,15 @@ export class HttpServer implements Component {
       return { status: 400, body: { error: 'the request target is not a valid path' } };
     }
     const route = this.table.get(url.pathname);
+    if (this.pastCap.has(req.socket) && route?.path !== '/healthz') {
+      return {
+        status: 503,
+        body: { error: `the server has ${this.options.maxConnections} connections open (--server-max-connections)` },
+        headers: { ...RETRY_AFTER, connection: 'close' },
+      };
+    }
     if (!route) return { status: 404, body: { error: `no such endpoint: ${url.pathname.slice(0, 200)}` } };
-    const refusal = route.acts ? this.access.refusal(req) : undefined;
+    const refusal = route.open ? undefined : this.access.refusal(req);
     if (refusal) return { status: 401, body: { error: refusal }, headers: { 'www-authenticate': 'Bearer' } };
     const method = req.method ?? '';
     if (!route.methods.includes(method)) {

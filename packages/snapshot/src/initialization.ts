@@ -76,7 +76,6 @@ export class Initialization implements Component {
         path: '/initialization/start',
         methods: ['GET', 'POST'],
         query: ['mode', 'failbelowrevision'],
-        acts: true,
         handle: async (_request, query) => {
           const mode = query.get('mode') ?? 'full';
           if (mode !== 'full' && mode !== 'sanity')
@@ -92,7 +91,6 @@ export class Initialization implements Component {
       {
         path: '/initialization/status',
         methods: ['GET'],
-        acts: true,
         handle: async () => {
           const status = this.status;
           if (status === 'Successful' || status === 'Failed') this.status = 'New';

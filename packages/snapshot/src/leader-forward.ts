@@ -19,6 +19,11 @@ export interface LeaderForwardOptions {
   ca?: Buffer;
   /** This server's certificate, shown to the leader's sidecar when its endpoints ask for client certificates. */
   clientCertificate?: { cert: Buffer; key: Buffer };
+  /**
+   * Requests passed on at once (--server-max-forwarded): each may wait for a full snapshot, up to 30 minutes, so
+   * past it a request is answered 503 with Retry-After rather than held.
+   */
+  maxInFlight: number;
 }
 
 /**
@@ -26,6 +31,8 @@ export interface LeaderForwardOptions {
  * host, on this server's port. When that fails, it answers 503 and says where the leader is.
  */
 export class LeaderForward {
+  private inFlight = 0;
+
   constructor(
     private readonly leadership: Leadership,
     private readonly options: LeaderForwardOptions,
@@ -39,11 +46,24 @@ export class LeaderForward {
       headers: RETRY_AFTER,
     });
     if (!leader) return notLeader('the etcd leader is not known right now; try again');
+    // Its own member leads, but may not be snapshotted: passed on, the request would come back here.
+    const { status, suspension } = this.leadership;
+    if (suspension !== undefined && status?.leader === status?.memberId) {
+      return notLeader(`its etcd member leads the cluster, but snapshots from it are stopped: ${suspension}`);
+    }
     if (request.headers[FORWARDED]) return notLeader('it is not the leader either; ask the leader directly');
+    if (this.inFlight >= this.options.maxInFlight) {
+      return notLeader(
+        `it already passes ${this.options.maxInFlight} requests on to the leader (--server-max-forwarded); try again, or ask the leader directly`,
+      );
+    }
+    this.inFlight++;
     try {
       return await this.send(new URL(pathAndQuery, leader), request.method ?? 'GET', request.headers.authorization);
     } catch (err) {
       return notLeader(`forwarding to the leader failed (${errorMessage(err)})`);
+    } finally {
+      this.inFlight--;
     }
   }
 
@@ -79,8 +99,13 @@ export class LeaderForward {
         });
         res.on('error', reject);
         res.on('end', () => {
-          const type = String(res.headers['content-type'] ?? 'text/plain');
-          resolve({ status: res.statusCode ?? 502, body: Buffer.concat(chunks), headers: { 'content-type': type } });
+          const headers: Record<string, string> = {
+            'content-type': String(res.headers['content-type'] ?? 'text/plain'),
+          };
+          // A 503 or 429 of the leader's says when to ask again; the caller must hear it too.
+          const retryAfter = res.headers['retry-after'];
+          if (retryAfter !== undefined) headers['retry-after'] = retryAfter;
+          resolve({ status: res.statusCode ?? 502, body: Buffer.concat(chunks), headers });
         });
       });
       req.end();

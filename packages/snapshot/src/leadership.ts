@@ -68,6 +68,11 @@ export class Leadership implements Component {
     this.suspended = reason;
   }
 
+  /** Why this member must not lead the snapshots, while it must not. */
+  get suspension(): string | undefined {
+    return this.suspended;
+  }
+
   resume(): void {
     if (this.suspended !== undefined) this.logger.info('snapshots from this member may go on', { was: this.suspended });
     this.suspended = undefined;

@@ -1,10 +1,4 @@
-import { withoutPassword } from './password-argument.js';
-
-/** Node flags and environment variables a program runs with. */
-export interface ProcessSettings {
-  nodeFlags: readonly string[];
-  env: Readonly<Record<string, string>>;
-}
+import type { ProcessSettings } from '@etcd-steward/core/process-restart';
 
 /**
  * What the long-running sidecar runs with (scripts/bench/sidecar.ts; docs/sidecar.md, Performance; docs/performance.md,
@@ -44,30 +38,4 @@ export const SAVE_SETTINGS: ProcessSettings = {
 export function settingsFor(args: readonly string[]): ProcessSettings | undefined {
   const command = args.find((arg) => arg === 'run' || arg === 'save' || arg === '--');
   return command === 'run' ? SIDECAR_SETTINGS : command === 'save' ? SAVE_SETTINGS : undefined;
-}
-
-/**
- * Runs this program again in the same process (execve: same PID, arguments and environment) with the settings it
- * lacks, since V8 and malloc read them only at start-up. Called before the program loads (bin/etcd-snapshot.js),
- * so that the restart costs a bare Node start-up, not the loading of its modules twice. What the user set wins: a
- * flag on node's command line or in NODE_OPTIONS, a variable in the environment. An etcd password on the command
- * line moves to ETCD_STEWARD_PASSWORD on the way (and is itself a reason to start again): every user of the machine
- * can read a process's arguments, not its environment. Returns when there is nothing to do, or when this Node
- * cannot replace its process (the program then runs with the defaults).
- */
-export function ensureProcessSettings(settings: ProcessSettings | undefined): void {
-  if (!settings) return;
-  const { nodeFlags, env } = settings;
-  const name = (flag: string) => flag.split('=')[0].replaceAll('_', '-');
-  const given = new Set([...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].map(name));
-  const flags = nodeFlags.filter((flag) => !given.has(name(flag)));
-  const vars = Object.entries(env).filter(([variable]) => process.env[variable] === undefined);
-  const [script, ...args] = process.argv.slice(1);
-  const { argv, password } = withoutPassword(args);
-  if ((flags.length === 0 && vars.length === 0 && password === undefined) || !process.execve) return;
-  process.execve(process.execPath, [process.execPath, ...flags, ...process.execArgv, script, ...argv], {
-    ...process.env,
-    ...Object.fromEntries(vars),
-    ...(password === undefined ? {} : { ETCD_STEWARD_PASSWORD: password }),
-  });
 }

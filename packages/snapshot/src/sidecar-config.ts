@@ -80,8 +80,11 @@ export interface SidecarConfig {
     host: string;
     port: number;
     tls?: { cert: Buffer; key: Buffer; clientCa?: Buffer };
-    /** --server-token-file's token: the endpoints that act ask for it. */
+    /** --server-token-file's token: every route but the open ones asks for it. */
     token?: Buffer;
+    maxConnections: number;
+    /** Requests a follower passes on to the leader's sidecar at once. */
+    maxForwarded: number;
   };
 }
 
@@ -252,11 +255,24 @@ export function sidecarOptions<T>(y: Argv<T>) {
     .option('server-tls-client-ca', {
       type: 'string',
       describe:
-        'PEM CA: the endpoints that act (snapshots, initialization) need a client certificate it signed (with HTTPS)',
+        'PEM CA: every endpoint but /healthz, /metrics and /snapshot/latest needs a client certificate it signed (with HTTPS)',
     })
     .option('server-token-file', {
       type: 'string',
-      describe: 'File holding a token: the endpoints that act need "Authorization: Bearer <token>"',
+      describe:
+        'File holding a token: every endpoint but /healthz, /metrics and /snapshot/latest needs "Authorization: Bearer <token>"',
+    })
+    .option('server-max-connections', {
+      type: 'number',
+      default: 100,
+      describe:
+        'Connections served at once: past it a request gets 503 with Retry-After (/healthz excepted); past twice as many, connections are closed',
+    })
+    .option('server-max-forwarded', {
+      type: 'number',
+      default: 8,
+      describe:
+        "Snapshot requests a follower passes on to the leader's sidecar at once (each may wait for a full snapshot): past it, 503 with Retry-After",
     });
 }
 
@@ -293,6 +309,8 @@ export interface SidecarArgs extends EtcdArgs, MemberArgs, RetentionArgs {
   'server-tls-key'?: string;
   'server-tls-client-ca'?: string;
   'server-token-file'?: string;
+  'server-max-connections': number;
+  'server-max-forwarded': number;
   'enable-member-lease-renewal': boolean;
   'k8s-heartbeat-duration': string;
   'enable-snapshot-lease-renewal': boolean;
@@ -459,11 +477,18 @@ async function serverConfig(args: SidecarArgs): Promise<SidecarConfig['server']>
         }
       : undefined;
   const tokenFile = args['server-token-file'];
+  for (const flag of ['server-max-connections', 'server-max-forwarded'] as const) {
+    if (!Number.isInteger(args[flag]) || args[flag] < 1) {
+      throw new UsageError(`${flagGiven(args, flag, args[flag])} must be a whole number of 1 or more`);
+    }
+  }
   return {
     host: args['server-host'],
     port,
     tls,
     token: tokenFile === undefined ? undefined : await readToken(tokenFile),
+    maxConnections: args['server-max-connections'],
+    maxForwarded: args['server-max-forwarded'],
   };
 }
 

@@ -47,6 +47,7 @@ export async function runSidecar(config: SidecarConfig, { logger, signal }: { lo
       tls: config.server?.tls !== undefined,
       ca: config.connection.cacert ? readFileSync(config.connection.cacert) : undefined,
       clientCertificate: config.server?.tls?.clientCa && { cert: config.server.tls.cert, key: config.server.tls.key },
+      maxInFlight: config.server?.maxForwarded ?? 0,
     });
     snapshotter = new SnapshotterComponent(
       {

@@ -1,8 +1,8 @@
 import type { IncomingMessage } from 'node:http';
-import { listSnapshots } from '@etcd-steward/core/backup';
 import type { SnapStore } from '@etcd-steward/core/store';
 import type { Route, RouteResponse } from './components.js';
 import { ebrLatest, ebrSnapshot } from './ebr-json.js';
+import { LatestListing } from './latest-listing.js';
 import { type LeaderForward, RETRY_AFTER } from './leader-forward.js';
 import type { SnapshotterComponent } from './snapshotter-component.js';
 
@@ -13,9 +13,16 @@ const STARTING =
 const TRIGGER = ['GET', 'POST'] as const;
 
 /**
+ * The least time between two final full snapshots taken on request. A final snapshot says its etcd has stopped
+ * (`etcd-copy-backups --wait-for-final-snapshot` waits for one), so a second one soon after adds nothing; requests
+ * that come while one is taken share it.
+ */
+export const FINAL_INTERVAL_MS = 30_000;
+
+/**
  * ebr's snapshot endpoints, with its JSON shapes: POST|GET /snapshot/full[?final=true], POST|GET
  * /snapshot/delta, GET /snapshot/latest. A follower passes triggers on to the leader's sidecar; any sidecar
- * answers /snapshot/latest itself, since all read the same store.
+ * answers /snapshot/latest itself, since all read the same store, from a listing a few seconds old at most.
  */
 export function snapshotRoutes(
   snapshotter: SnapshotterComponent,
@@ -23,6 +30,15 @@ export function snapshotRoutes(
   store: SnapStore,
   storePrefix: string,
 ): Route[] {
+  const listing = new LatestListing(store);
+  // What this sidecar has stored, as its metrics say: a listing older than its newest snapshot is not served.
+  const stored = async () =>
+    JSON.stringify(
+      await Promise.all([snapshotter.metrics.latestRevision.get(), snapshotter.metrics.latestTimestamp.get()]).then(
+        (gauges) => gauges.map((gauge) => gauge.values),
+      ),
+    );
+  let lastFinalAt = Number.NEGATIVE_INFINITY;
   const onLeader =
     (path: string, act: (query: URLSearchParams) => Promise<RouteResponse>) =>
     async (request: IncomingMessage, query: URLSearchParams): Promise<RouteResponse> => {
@@ -35,18 +51,28 @@ export function snapshotRoutes(
       path: '/snapshot/full',
       methods: TRIGGER,
       query: ['final'],
-      acts: true,
       handle: onLeader('/snapshot/full', async (query) => {
         const final = parseGoBool(query.get('final'));
         if (final === undefined) return { status: 400, body: { error: 'final must be true or false' } };
+        const waitMs = final ? lastFinalAt + FINAL_INTERVAL_MS - Date.now() : 0;
+        if (waitMs > 0) {
+          const seconds = Math.ceil(waitMs / 1000);
+          return {
+            status: 429,
+            body: {
+              error: `a final full snapshot was taken less than ${FINAL_INTERVAL_MS / 1000} s ago; ask again in ${seconds} s`,
+            },
+            headers: { 'retry-after': String(seconds) },
+          };
+        }
         const saved = await snapshotter.full(final);
+        if (final) lastFinalAt = Date.now();
         return { status: 200, body: ebrSnapshot(saved.ref, storePrefix) };
       }),
     },
     {
       path: '/snapshot/delta',
       methods: TRIGGER,
-      acts: true,
       handle: onLeader('/snapshot/delta', async () => {
         const ref = await snapshotter.delta();
         return { status: 200, body: ref ? ebrSnapshot(ref, storePrefix) : null };
@@ -55,7 +81,8 @@ export function snapshotRoutes(
     {
       path: '/snapshot/latest',
       methods: ['GET'],
-      handle: async () => ({ status: 200, body: ebrLatest(await listSnapshots(store), storePrefix) }),
+      open: true,
+      handle: async () => ({ status: 200, body: ebrLatest(await listing.entries(await stored()), storePrefix) }),
     },
   ];
 }

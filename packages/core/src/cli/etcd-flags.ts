@@ -24,7 +24,8 @@ export function etcdOptions<T>(y: Argv<T>) {
     })
     .option('password', {
       type: 'string',
-      describe: 'Password of --user; a flag shows in the process list: prefer --password-file or ETCD_STEWARD_PASSWORD',
+      describe:
+        'Password of --user; the program moves it out of its command line as it starts, but it shows in the process list until then: prefer --password-file or ETCD_STEWARD_PASSWORD',
     });
 }
 

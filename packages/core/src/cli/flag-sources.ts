@@ -3,11 +3,16 @@ import { UsageError } from '../common/errors.js';
 import { parseBoolean, parseNumber } from '../common/flag-values.js';
 import { readConfigFile } from './config-file.js';
 import { closestName } from './did-you-mean.js';
+import { PASSWORD_MOVED_FROM } from './process-restart.js';
 
 /** Flags whose values are never shown in a message. */
 const SECRET_FLAGS = new Set(['user', 'password']);
 
 const ORIGINS = Symbol('where each flag was given');
+
+const ENV_PREFIX = 'ETCD_STEWARD_';
+/** Variables of the prefix that are not flags. */
+const OTHER_VARIABLES = new Set(['ETCD_STEWARD_DEBUG', PASSWORD_MOVED_FROM]);
 
 interface Given {
   value: string | number | boolean;
@@ -29,21 +34,30 @@ interface OptionTypes {
  * then the `--config` file. yargs reads only the command line, and reads yes/no values other than "true" as false
  * and a number it cannot read as NaN without saying where it came from; here each value is read once, by the
  * flag's type, and anything unreadable or unknown is a UsageError naming its source before any work.
+ * Returns warnings for the log: an `ETCD_STEWARD_` variable that names no flag (a typo would otherwise go unseen,
+ * since the environment may hold variables meant for other programs, it is not refused).
  */
 export async function resolveFlags(
   argv: Record<string | symbol, unknown>,
   y: Argv,
   tokens: readonly string[],
   env: NodeJS.ProcessEnv = process.env,
-): Promise<void> {
+): Promise<string[]> {
   const types = optionTypes(y);
   const fromArgv = scanCommandLine(tokens, types);
+  const movedFrom = env[PASSWORD_MOVED_FROM];
+  if (movedFrom !== undefined) {
+    // Read once, here: a program this one starts does not inherit it.
+    delete env[PASSWORD_MOVED_FROM];
+    if (!types.names.has('password')) throw new UsageError(`unknown argument ${movedFrom} (see --help)`);
+  }
   const fromEnv = new Map<string, Given>();
   for (const name of types.names) {
-    const variable = `ETCD_STEWARD_${name.toUpperCase().replaceAll('-', '_')}`;
+    const variable = variableOf(name);
     const value = env[variable];
     if (value !== undefined) fromEnv.set(name, { value, origin: `${variable}=${quote(name, value)}` });
   }
+  const warnings = unknownVariables(env, types.names);
   const configPath = (fromArgv.get('config') ?? fromEnv.get('config'))?.value;
   const fromConfig = new Map<string, Given>();
   if (configPath !== undefined) {
@@ -68,6 +82,23 @@ export async function resolveFlags(
     origins.set(name, given.origin);
   }
   argv[ORIGINS] = origins;
+  return warnings;
+}
+
+function variableOf(flag: string): string {
+  return `${ENV_PREFIX}${flag.toUpperCase().replaceAll('-', '_')}`;
+}
+
+/** What to say of each `ETCD_STEWARD_` variable that sets no flag of this command; never its value. */
+function unknownVariables(env: NodeJS.ProcessEnv, names: Set<string>): string[] {
+  const known = new Set([...names].map(variableOf));
+  return Object.keys(env)
+    .filter((variable) => variable.startsWith(ENV_PREFIX) && !known.has(variable) && !OTHER_VARIABLES.has(variable))
+    .sort()
+    .map((variable) => {
+      const guess = closestName(variable.slice(ENV_PREFIX.length), names);
+      return `${variable} names no flag of this command and is ignored${guess ? `: did you mean ${variableOf(guess)}?` : ''}`;
+    });
 }
 
 /**

@@ -42,11 +42,6 @@ export function programArgs(name: string, argv = hideBin(process.argv)): Argv {
         default: 'info' as const,
         describe: 'The least severe log lines shown on stderr: error, warn, or info (with progress)',
       })
-      // Before validation, so that a usage error is logged as asked; an unknown level is left to validation.
-      .middleware((args) => {
-        const level = args['log-level'] as LogLevel;
-        if (LOG_LEVELS.includes(level)) logLevel = level;
-      }, true)
       .completion('completion', 'Print a bash or zsh completion script, to source from ~/.bashrc or ~/.zshrc')
       .middleware((args) => {
         try {
@@ -58,11 +53,18 @@ export function programArgs(name: string, argv = hideBin(process.argv)): Argv {
       // yargs passes itself to middleware, though its types do not say so.
       .middleware(
         (async (args: Record<string, unknown>, y: Argv) => {
+          let warnings: string[];
           try {
-            await resolveFlags(args, y, argv);
+            warnings = await resolveFlags(args, y, argv);
           } catch (err) {
             reportUsage(err); // yargs does not route middleware errors to .fail()
           }
+          // Once every source is read (the level may come from the environment or --config), and before
+          // validation, so that a usage error is logged as asked; an unknown level is left to validation.
+          const level = args['log-level'] as LogLevel;
+          if (LOG_LEVELS.includes(level)) logLevel = level;
+          const logger = createLogger({ json: args.output === 'json' ? true : undefined, level: logLevel });
+          for (const warning of warnings) logger.warn(warning);
         }) as unknown as (args: Record<string, unknown>) => void,
         true,
       )

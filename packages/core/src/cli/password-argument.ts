@@ -1,11 +1,13 @@
 /**
  * The command line with the etcd password taken out (`--password X`, `--user NAME:X`, the etcd flags' spellings of
- * it), and the password, for a program that starts itself again: a process's arguments are visible to every user of
- * the machine, its environment is not. Imports nothing, as it runs before the program loads.
+ * it), and the password with the flag that gave it, for a program that starts itself again: a process's arguments
+ * are visible to every user of the machine, its environment is not. Imports nothing, as it runs before the program
+ * loads.
  */
-export function withoutPassword(argv: readonly string[]): { argv: string[]; password?: string } {
+export function withoutPassword(argv: readonly string[]): { argv: string[]; password?: string; flag?: string } {
   const out: string[] = [];
   let password: string | undefined;
+  let given: string | undefined;
   for (let i = 0; i < argv.length; i++) {
     const token = argv[i];
     if (token === '--') {
@@ -21,12 +23,12 @@ export function withoutPassword(argv: readonly string[]): { argv: string[]; pass
     }
     const value = inline ?? argv[++i] ?? '';
     if (flag === '--password') {
-      password = value;
+      [password, given] = [value, flag];
       continue;
     }
     const at = value.indexOf(':');
-    if (at >= 0) password = value.slice(at + 1);
+    if (at >= 0) [password, given] = [value.slice(at + 1), flag];
     out.push(`--user=${at < 0 ? value : value.slice(0, at)}`);
   }
-  return { argv: out, password };
+  return { argv: out, password, flag: given };
 }
