@@ -1,4 +1,5 @@
 import { pipeline, Transform } from 'node:stream';
+import { METADATA_REVISION_DIGEST } from '../backup/revision-digest.js';
 import type { CatalogEntry } from '../backup/snapshot-catalog.js';
 import { METADATA_DB_SIZE, METADATA_ETCD_VERSION } from '../backup/take-full-snapshot.js';
 import { METADATA_DECOMPRESSED_SIZE } from '../format/decompressed-limit.js';
@@ -10,7 +11,13 @@ import { type CheckedObject, checkObject } from './object-check.js';
 import { VerifiedBody } from './verified-body.js';
 
 /** The metadata a copy carries over: ours, which the next reader checks against (other keys are no concern of ours). */
-const CARRIED = [METADATA_SHA256, METADATA_DB_SIZE, METADATA_DECOMPRESSED_SIZE, METADATA_ETCD_VERSION];
+const CARRIED = [
+  METADATA_SHA256,
+  METADATA_DB_SIZE,
+  METADATA_DECOMPRESSED_SIZE,
+  METADATA_ETCD_VERSION,
+  METADATA_REVISION_DIGEST,
+];
 
 /**
  * An object's metadata: the listing's, or a stat's where the listing carries none (S3). Only the keys a copy
