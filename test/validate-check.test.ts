@@ -311,7 +311,9 @@ describe('etcd-validate check (the built program, data dirs of a real etcd)', ()
     const below = await check(path('good', 'data'), ['--fail-below-revision', String(revision + 1)]);
     expect(below.code).toBe(3);
     expect(below.report?.verdict).toBe('restore-needed');
-    expect(below.report?.reason).toBe(`the db is at revision ${revision}, below --fail-below-revision ${revision + 1}`);
+    expect(below.report?.reason).toBe(
+      `etcd would serve revision ${revision}, below --fail-below-revision ${revision + 1}`,
+    );
     const at = await check(path('good', 'data'), ['--fail-below-revision', String(revision)]);
     expect(at.code).toBe(0);
     expect(at.report?.verdict).toBe('valid');
