@@ -31,7 +31,7 @@ async function active(prometheus: PrometheusServer, alert: string): Promise<bool
   return (await prometheus.alerts()).some((a) => a.labels.alertname === alert);
 }
 
-it('a real Prometheus with the rules: the store down fires the store and full-snapshot alerts, the store back resolves them; every metric the rules and the dashboard read is scraped', async () => {
+it('a real Prometheus with the rules: the store down fires the store and full-snapshot alerts, the store back resolves them; full snapshots failing alone fire the full-snapshot alert alone; every metric the rules and the dashboard read is scraped', async () => {
   const cluster = await startCluster();
   onTestFinished(() => cluster.stop());
   const writer = startWriter(cluster.client(), { concurrency: 1 });
@@ -47,11 +47,15 @@ it('a real Prometheus with the rules: the store down fires the store and full-sn
   const notADirectory = at('not-a-directory');
   await writeFile(notADirectory, 'not a directory');
   // A full snapshot every 3 s: the rules allow 6 s without one (the schedule's gap, twice).
+  // Its scratch dir switchable too: full snapshots are written there on their way to the store, deltas are not.
+  const scratch = await switchableStore(at, 'scratch');
+  const scratchDir = await scratch.directory('real');
+  await scratch.point(scratchDir);
   const sidecar = await startSidecar({
     endpoint: cluster.endpoints[0],
     store: store.url,
     dir: at('sidecar'),
-    args: ['--schedule', '*/3 * * * * *'],
+    args: ['--schedule', '*/3 * * * * *', '--temp-dir', scratch.path],
   });
   onTestFinished(() => sidecar.kill());
   await waitFor(
@@ -131,6 +135,23 @@ it('a real Prometheus with the rules: the store down fires the store and full-sn
   );
   console.log(
     `monitoring e2e: both alerts fired ${((fired - down) / 1000).toFixed(1)} s after the store went down, resolved ${((Date.now() - fired) / 1000).toFixed(1)} s after it came back`,
+  );
+
+  // Full snapshots alone fail (their scratch folder is gone), the store answers and deltas go on: only the
+  // full-snapshot alert fires, and resolves once full snapshots are stored again.
+  await scratch.point(await scratch.directory('empty'));
+  await waitFor(
+    'EtcdBackupFullSnapshotOverdue to fire alone',
+    () => firing(prometheus, 'EtcdBackupFullSnapshotOverdue'),
+    45_000,
+  );
+  expect(await active(prometheus, 'EtcdBackupStoreUnreachable')).toBe(false);
+  expect(await sidecar.log()).toMatch(/full snapshot failed; trying again/);
+  await scratch.point(scratchDir);
+  await waitFor(
+    'EtcdBackupFullSnapshotOverdue to resolve again',
+    async () => !(await active(prometheus, 'EtcdBackupFullSnapshotOverdue')),
+    60_000,
   );
   await writer.stop();
 });

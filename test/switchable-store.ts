@@ -4,6 +4,7 @@ import { mkdir, rename, symlink } from 'node:fs/promises';
  * A local store behind a symlink in the folder `at` names paths in, switched in one rename: the sidecar never sees
  * the moment between two states (renaming a directory away and putting something in its place would show it no
  * store at all for a moment, which a listing reads as an empty store). Point it at a file to take the store down.
+ * Any folder a program is given can be switched so (`path`), e.g. a scratch dir.
  */
 export async function switchableStore(at: (...names: string[]) => string, name: string) {
   const url = `file://${at(name)}`;
@@ -16,5 +17,5 @@ export async function switchableStore(at: (...names: string[]) => string, name: 
     await mkdir(path);
     return path;
   };
-  return { url, point, directory };
+  return { path: at(name), url, point, directory };
 }
