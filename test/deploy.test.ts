@@ -20,11 +20,19 @@ function yamlFiles(dir: string): string[] {
 const manifests: Manifest[] = yamlFiles(deploy).flatMap((path) =>
   parseAllDocuments(readFileSync(path, 'utf8')).map((d) => ({ file: relative(deploy, path), doc: d.toJS() })),
 );
-const objects = manifests.filter((m) => m.doc.kind !== 'Kustomization');
+/** Files in deploy/ that are not Kubernetes objects: the plain Prometheus rules file, for a Prometheus without the operator. */
+const notObjects = new Set(['monitoring/etcd-steward.rules.yaml']);
+const objects = manifests.filter((m) => m.doc.kind !== 'Kustomization' && !notObjects.has(m.file));
 
-/** The schema-checking model of an object's kind, e.g. kubernetes-models/apps/v1/StatefulSet. */
+/**
+ * The schema-checking model of an object's kind, e.g. kubernetes-models/apps/v1/StatefulSet, or the Prometheus
+ * Operator's models for its resources (PrometheusRule).
+ */
 async function validate(doc: Manifest['doc']): Promise<void> {
-  const module = await import(`kubernetes-models/${doc.apiVersion}/${doc.kind}`);
+  const models = doc.apiVersion.startsWith('monitoring.coreos.com/')
+    ? '@kubernetes-models/prometheus-operator'
+    : 'kubernetes-models';
+  const module = await import(`${models}/${doc.apiVersion}/${doc.kind}`);
   new module[doc.kind](doc).validate();
 }
 
@@ -79,6 +87,13 @@ describe('deploy/', () => {
     const broken = structuredClone(statefulSet?.doc) as Manifest['doc'];
     (broken.spec as Record<string, unknown>).replicas = 'three';
     await expect(validate(broken)).rejects.toThrow(/replicas/);
+  });
+
+  it('the schema check refuses a broken PrometheusRule', async () => {
+    const rule = objects.find((m) => m.doc.kind === 'PrometheusRule');
+    const broken = structuredClone(rule?.doc) as Manifest['doc'];
+    (broken.spec as { groups: { rules: unknown }[] }).groups[0].rules = 'none';
+    await expect(validate(broken)).rejects.toThrow(/rules/);
   });
 
   it('runs each role: bootstrap before etcd, the sidecar beside it, a restore Job, compaction and gc CronJobs', () => {

@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { mkdir, readdir, rename, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { connect, createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { freePort, LocalStore, listSnapshots, openStore, takeFullSnapshot } from '@etcd-steward/core';
@@ -18,28 +18,10 @@ import {
   startWriter,
   waitFor,
 } from './sidecar-helpers.js';
+import { switchableStore } from './switchable-store.js';
 import { tempDir } from './temp-dir.js';
 
 const at = tempDir('sidecar-store-down-');
-
-/**
- * A local store behind a symlink, switched in one rename: the sidecar never sees the moment between two states
- * (renaming a directory away and putting something in its place would show it no store at all for a moment,
- * which a listing reads as an empty store).
- */
-async function switchableStore(name: string) {
-  const url = `file://${at(name)}`;
-  const point = async (target: string) => {
-    await symlink(target, at(`${name}.next`));
-    await rename(at(`${name}.next`), at(name));
-  };
-  const directory = async (suffix: string) => {
-    const path = at(`${name}.${suffix}`);
-    await mkdir(path);
-    return path;
-  };
-  return { url, point, directory };
-}
 
 /** A one-member cluster under steady writes; the writer and the cluster stop when the test ends, however it ends. */
 async function clusterUnderWrites() {
@@ -69,7 +51,7 @@ async function sidecarUnderWrites(storeUrl: string, name: string, args: string[]
 }
 
 it('with the store gone for several delta periods no event is lost: deltas spool, the spool drains on recovery', async () => {
-  const store = await switchableStore('store');
+  const store = await switchableStore(at, 'store');
   const real = await store.directory('real');
   await store.point(real);
   // A file, which even root cannot write into.
@@ -112,7 +94,7 @@ it('with the store gone for several delta periods no event is lost: deltas spool
 });
 
 it('with the store emptied under it, a new chain starts with a full snapshot and restores the exact keyspace', async () => {
-  const store = await switchableStore('emptied');
+  const store = await switchableStore(at, 'emptied');
   await store.point(await store.directory('first'));
   const { client, sidecar, url, writer } = await sidecarUnderWrites(store.url, 'sidecar-emptied');
 

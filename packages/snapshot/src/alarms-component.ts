@@ -62,6 +62,8 @@ export class AlarmsComponent implements Component {
       labelNames: ['succeeded'],
       registers,
     });
+    // Both series from the start: a series that first appears at 1 shows no increase() to an alert.
+    for (const succeeded of ['true', 'false']) this.recoveries.inc({ succeeded }, 0);
   }
 
   async start(): Promise<void> {

@@ -3,6 +3,8 @@ import { CronSchedule } from './cron-schedule.js';
 const HOUR = 3_600_000;
 /** ebr's window when the schedule does not say one: at least one full snapshot a day. */
 const DEFAULT_WINDOW_HOURS = 24;
+/** Bounds longestGapSeconds' work for a schedule that runs every second. */
+const MAX_RUNS = 20_000;
 
 /** The last full snapshot as the start-up decision needs it. */
 export interface LastFull {
@@ -22,6 +24,22 @@ export class FullSchedule extends CronSchedule {
   constructor(spec: string) {
     super(spec, 'schedule');
     this.windowHours = windowHours(spec);
+  }
+
+  /**
+   * The longest time between two runs of the schedule from `now` on, in seconds: what an alert on the age of the
+   * newest full snapshot allows (a schedule's runs need not be evenly spaced: `0 2,20 * * *`). Looks at least
+   * eight days and thirteen runs ahead (weekly and monthly schedules), at most MAX_RUNS runs.
+   */
+  longestGapSeconds(now: Date): number {
+    let longest = 0;
+    let at = this.next(now);
+    for (let runs = 1; runs < MAX_RUNS && (at.getTime() - now.getTime() < 8 * 24 * HOUR || runs < 13); runs++) {
+      const next = this.next(at);
+      longest = Math.max(longest, next.getTime() - at.getTime());
+      at = next;
+    }
+    return longest / 1000;
   }
 
   /**

@@ -14,6 +14,7 @@ import { LeaderForward } from './leader-forward.js';
 import { Leadership } from './leadership.js';
 import { clearScratchDir } from './scratch-dir.js';
 import { Serial } from './serial.js';
+import { registerSettingsMetrics } from './settings-metrics.js';
 import type { SidecarConfig } from './sidecar-config.js';
 import { SnapshotterComponent } from './snapshotter-component.js';
 import { Spool } from './spool.js';
@@ -42,6 +43,7 @@ export async function runSidecar(config: SidecarConfig, { logger, signal }: { lo
   const components: Component[] = [leadership];
   let snapshotter: SnapshotterComponent | undefined;
   if (config.snapshotter) {
+    registerSettingsMetrics(registry, config);
     const forward = new LeaderForward(leadership, {
       serverPort: config.server?.port ?? 0,
       tls: config.server?.tls !== undefined,

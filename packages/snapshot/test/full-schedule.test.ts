@@ -13,6 +13,16 @@ describe('FullSchedule', () => {
     expect(new FullSchedule('*/20 * * * * *').windowHours).toBe(24);
   });
 
+  it('knows the longest time between two of its runs, which the full-snapshot alert allows', () => {
+    const now = at('2026-11-22T10:30:00');
+    expect(new FullSchedule('0 */1 * * *').longestGapSeconds(now)).toBe(3_600);
+    expect(new FullSchedule('*/3 * * * * *').longestGapSeconds(now)).toBe(3);
+    // uneven runs: 02:00 and 20:00, so 18 h from 02:00 to 20:00
+    expect(new FullSchedule('0 2,20 * * *').longestGapSeconds(now)).toBe(18 * 3_600);
+    expect(new FullSchedule('0 0 * * 1').longestGapSeconds(now)).toBe(7 * 24 * 3_600);
+    expect(new FullSchedule('0 0 1 * *').longestGapSeconds(now)).toBe(31 * 24 * 3_600);
+  });
+
   it('refuses what is not a 5- or 6-field cron schedule', () => {
     expect(() => new FullSchedule('* * * *')).toThrow(/4 fields, expected 5/);
     expect(() => new FullSchedule('61 * * * *')).toThrow(/not a cron schedule/);
