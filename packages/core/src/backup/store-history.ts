@@ -91,12 +91,10 @@ export async function checkStoreHistory(options: HistoryCheckOptions): Promise<H
   // etcd's empty revision 1 is no history shared.
   if (agreed !== undefined && agreed >= 2) {
     const commonRevision = agreed;
-    return {
-      kind: 'forked',
-      commonRevision,
-      abandoned: entries.filter((e) => e.lastRevision > commonRevision),
-      etcdRevision,
-    };
+    const abandoned = entries.filter((e) => e.lastRevision > commonRevision);
+    // A snapshot at the store's head that agrees outweighs one beside it that does not: nothing lies past the fork.
+    if (abandoned.length === 0) return { kind: 'continues', checkedRevision: commonRevision };
+    return { kind: 'forked', commonRevision, abandoned, etcdRevision };
   }
   if (compacted) {
     return { kind: 'unknown', reason: "etcd compacted the revisions where its history and the store's could agree" };
