@@ -1,5 +1,6 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { Transform, type TransformCallback, Writable } from 'node:stream';
+import { ByteQueue } from '../common/byte-queue.js';
 import { IntegrityError, OperationError } from '../common/errors.js';
 import { type EncryptionKey, KEY_ID, type KeyRing } from './encryption-keys.js';
 
@@ -398,7 +399,7 @@ export class EnvelopeCheck extends Writable {
       }
       // Only the end matters from here: the last chunk's tag and the name seal.
       const keep = TAG + MAX_NAME_SEAL;
-      if (this.queue.length > keep) this.queue.take(this.queue.length - keep);
+      if (this.queue.length > keep) this.queue.skip(this.queue.length - keep);
       done();
     } catch (err) {
       done(err as Error);
@@ -454,44 +455,4 @@ function chunkNonce(prefix: Buffer, index: number, last: boolean): Buffer {
   nonce.writeUInt32BE(index, NONCE_PREFIX);
   nonce[11] = last ? 1 : 0;
   return nonce;
-}
-
-/** Bytes received in pieces and taken out in sizes of our choosing, copying only when a take spans pieces. */
-class ByteQueue {
-  private readonly pieces: Buffer[] = [];
-  length = 0;
-
-  push(piece: Buffer): void {
-    if (piece.length === 0) return;
-    this.pieces.push(piece);
-    this.length += piece.length;
-  }
-
-  /** Up to `n` bytes from the front, left in the queue. */
-  peek(n: number): Buffer {
-    const first = this.pieces[0];
-    if (first && first.length >= n) return first.subarray(0, n);
-    return Buffer.concat(this.pieces, Math.min(n, this.length)).subarray(0, n);
-  }
-
-  take(n: number): Buffer {
-    this.length -= n;
-    const first = this.pieces[0];
-    if (first && first.length >= n) {
-      if (first.length === n) this.pieces.shift();
-      else this.pieces[0] = first.subarray(n);
-      return first.subarray(0, n);
-    }
-    const out = Buffer.allocUnsafe(n);
-    let at = 0;
-    while (at < n) {
-      const piece = this.pieces[0];
-      const used = Math.min(piece.length, n - at);
-      piece.copy(out, at, 0, used);
-      at += used;
-      if (used === piece.length) this.pieces.shift();
-      else this.pieces[0] = piece.subarray(used);
-    }
-    return out;
-  }
 }
