@@ -1,3 +1,4 @@
+import { ByteQueue } from '../common/byte-queue.js';
 import { IntegrityError } from '../common/errors.js';
 import {
   BRANCH_PAGE,
@@ -29,8 +30,7 @@ import { PageTable, type PageTableOptions } from './page-table.js';
 export class SnapshotRevisionScanner {
   private pageSize = 0;
   private rootPage = -1;
-  private pending: Buffer[] = [];
-  private pendingBytes = 0;
+  private readonly pending = new ByteQueue();
   private nextPage = 0;
   /** Per page: kind 1 branch, 2 leaf; value a branch's last child, or a leaf's last revision key `main` (NaN when none). */
   private pages = new PageTable(0);
@@ -54,22 +54,21 @@ export class SnapshotRevisionScanner {
   write(chunk: Buffer): void {
     if (this.done) return;
     this.pending.push(chunk);
-    this.pendingBytes += chunk.length;
     for (;;) {
       if (this.pageSize === 0) {
-        if (this.pendingBytes < 80) return;
-        this.readMeta(this.take(80, false));
+        if (this.pending.length < 80) return;
+        this.readMeta(this.pending.peek(80));
       }
       if (this.nextPage >= this.pages.pageCount) {
         this.done = true; // past the high-water mark: only etcd's sha256 trailer can follow
         return;
       }
-      if (this.pendingBytes < PAGE_HEADER) return;
-      const header = this.take(PAGE_HEADER, false);
+      if (this.pending.length < PAGE_HEADER) return;
+      const header = this.pending.peek(PAGE_HEADER);
       const span = this.nodeSpan(header);
-      if (this.pendingBytes < Math.max(span, 1) * this.pageSize) return;
-      if (span > 0) this.readNode(this.take(span * this.pageSize, false));
-      this.take(this.pageSize, true);
+      if (this.pending.length < Math.max(span, 1) * this.pageSize) return;
+      if (span > 0) this.readNode(this.pending.peek(span * this.pageSize));
+      this.pending.skip(this.pageSize);
       this.nextPage++;
     }
   }
@@ -152,25 +151,6 @@ export class SnapshotRevisionScanner {
       const mark = compactionMark(page);
       if (mark !== undefined) this.compaction.set(id, mark);
     }
-  }
-
-  /** Removes (consume) or peeks at the next n pending bytes. */
-  private take(n: number, consume: boolean): Buffer {
-    let out: Buffer;
-    const first = this.pending[0];
-    if (first.length >= n) {
-      out = first.subarray(0, n);
-    } else {
-      out = Buffer.concat(this.pending, this.pendingBytes).subarray(0, n);
-      this.pending = [Buffer.concat(this.pending, this.pendingBytes)];
-    }
-    if (consume) {
-      const head = this.pending[0];
-      if (head.length === n) this.pending.shift();
-      else this.pending[0] = head.subarray(n);
-      this.pendingBytes -= n;
-    }
-    return out;
   }
 }
 

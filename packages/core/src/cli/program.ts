@@ -5,7 +5,7 @@ import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { errorMessage, StewardError, UsageError } from '../common/errors.js';
 import { createLogger, LOG_LEVELS, type Logger, type LogLevel } from '../common/logger.js';
-import { readKeyFile } from '../format/encryption-keys.js';
+import { readKeyFile } from '../format/encryption/encryption-keys.js';
 import { storeUrlFromProviderFlags } from '../store/provider-flags.js';
 import { checkCommandGiven, recordCommandNames } from './command-names.js';
 import { resolveFlags } from './flag-sources.js';

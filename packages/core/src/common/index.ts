@@ -1,11 +1,12 @@
 /**
- * What every part of core uses: errors with their exit codes, the logger, progress, bounded buffering and
+ * What every part of core uses: errors with their exit codes, the logger, progress, a byte queue, bounded buffering and
  * prefetch, value parsers, small file-system helpers, the backoff between retries.
  * May use: nothing else in core.
  */
 
 export * from './atomic-file.js';
 export * from './backoff.js';
+export * from './byte-queue.js';
 export * from './child-process.js';
 export * from './errors.js';
 export * from './flag-values.js';

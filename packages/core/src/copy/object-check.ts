@@ -71,7 +71,7 @@ export function checkObject(
         : err;
     })
     .then((): CheckedObject => {
-      // A decrypted object is shorter than its listed size; its own chunks tell a cut tail (format/encryption.ts).
+      // A decrypted object is shorter than its listed size; its own chunks tell a cut tail (format/encryption/object-decipher.ts).
       if (stored.size !== entry.size && !options.decrypted?.()) {
         throw new IntegrityError(`${label} is truncated: ${stored.size} of its ${entry.size} bytes could be read`);
       }

@@ -9,8 +9,8 @@ import { type CatalogEntry, listSnapshots } from '../backup/snapshot-catalog.js'
 import { OperationError } from '../common/errors.js';
 import { fsyncPath } from '../common/fsync-path.js';
 import { type Logger, silentLogger } from '../common/logger.js';
-import { checkEnvelopeHeader } from '../format/encryption.js';
-import { readKeyFile } from '../format/encryption-keys.js';
+import { readKeyFile } from '../format/encryption/encryption-keys.js';
+import { checkEnvelopeHeader } from '../format/encryption/envelope-header.js';
 import { compareSnapshots } from '../format/snapshot-name.js';
 import { openStore } from '../store/location.js';
 import { type BackupFilters, checkFilters, filtering, selectBackups } from './backup-selection.js';

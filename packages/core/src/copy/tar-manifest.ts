@@ -1,6 +1,6 @@
 import type { CatalogEntry } from '../backup/snapshot-catalog.js';
 import { IntegrityError } from '../common/errors.js';
-import { checkEnvelopeHeader } from '../format/encryption.js';
+import { checkEnvelopeHeader } from '../format/encryption/envelope-header.js';
 import { parseSnapshotName } from '../format/snapshot-name.js';
 import { checkMetadata } from '../store/metadata.js';
 

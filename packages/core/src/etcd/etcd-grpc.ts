@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import http2 from 'node:http2';
 import { Transform, type TransformCallback } from 'node:stream';
+import { ByteQueue } from '../common/byte-queue.js';
 import { OperationError } from '../common/errors.js';
 import { readFields, writeMessage } from '../common/protobuf-wire.js';
 import type { EtcdConnection } from './etcd-client.js';
@@ -137,8 +138,12 @@ export async function etcdAuthToken(conn: EtcdConnection, endpoint = conn.endpoi
 
 /** gRPC's length-prefixed frames in, one Buffer a message out. */
 class GrpcFrames extends Transform {
-  private pending: Buffer[] = [];
-  private pendingBytes = 0;
+  /**
+   * A message that spans chunks is copied alone (byte-queue.ts): a copy of all that is pending would keep every
+   * message in it alive as long as the one read last (in a watch catching up, megabytes for as long as their
+   * events take to write).
+   */
+  private readonly pending = new ByteQueue();
 
   constructor(
     private readonly endpoint: string,
@@ -149,50 +154,18 @@ class GrpcFrames extends Transform {
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
     this.pending.push(chunk);
-    this.pendingBytes += chunk.length;
-    while (this.pendingBytes >= 5) {
-      const head = this.peek(5);
+    while (this.pending.length >= 5) {
+      const head = this.pending.peek(5);
       if (head[0] !== 0) return done(new OperationError(`etcd at ${this.endpoint} sent a compressed gRPC message`));
       const length = head.readUInt32BE(1);
-      if (this.pendingBytes < 5 + length) break;
-      this.push(this.consume(5 + length).subarray(5));
+      if (this.pending.length < 5 + length) break;
+      this.push(this.pending.take(5 + length).subarray(5));
     }
     done();
   }
 
   override _flush(done: TransformCallback): void {
-    if (this.pendingBytes > 0) return done(new OperationError(`the stream from ${this.endpoint} ended mid-message`));
+    if (this.pending.length > 0) return done(new OperationError(`the stream from ${this.endpoint} ended mid-message`));
     done();
-  }
-
-  private peek(n: number): Buffer {
-    return this.pending[0].length >= n ? this.pending[0].subarray(0, n) : this.gather(n);
-  }
-
-  private consume(n: number): Buffer {
-    const out = this.pending[0].length >= n ? this.pending[0].subarray(0, n) : this.gather(n);
-    this.pendingBytes -= n;
-    for (let left = n; left > 0; ) {
-      const head = this.pending[0];
-      if (head.length <= left) {
-        left -= head.length;
-        this.pending.shift();
-      } else {
-        this.pending[0] = head.subarray(left);
-        left = 0;
-      }
-    }
-    return out;
-  }
-
-  /**
-   * A copy of the next `n` bytes, which straddle chunks. Only those: a copy of all that is pending would keep every
-   * message in it alive as long as the one read last (in a watch catching up, megabytes for as long as their
-   * events take to write).
-   */
-  private gather(n: number): Buffer {
-    const out = Buffer.allocUnsafe(n);
-    for (let i = 0, filled = 0; filled < n; i++) filled += this.pending[i].copy(out, filled, 0, n - filled);
-    return out;
   }
 }

@@ -3,7 +3,7 @@ import { type CatalogEntry, catalogStore } from '../backup/snapshot-catalog.js';
 import { MAINTENANCE_LOCK, withStoreLock } from '../backup/store-lock.js';
 import { errorMessage, OperationError } from '../common/errors.js';
 import { type Logger, silentLogger } from '../common/logger.js';
-import { EncryptionKeyError } from '../format/encryption.js';
+import { EncryptionKeyError } from '../format/encryption/envelope-format.js';
 import { cleanupIncompleteUploads } from '../store/incomplete-uploads.js';
 import type { SnapStore } from '../store/snapstore.js';
 import { type DeleteOutcome, deleteObjects } from './delete-objects.js';

@@ -1,8 +1,9 @@
 import { createReadStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { pipeline, type Readable } from 'node:stream';
-import { ObjectCipher, ObjectDecipher } from '../format/encryption.js';
-import type { KeyRing } from '../format/encryption-keys.js';
+import type { KeyRing } from '../format/encryption/encryption-keys.js';
+import { ObjectCipher } from '../format/encryption/object-cipher.js';
+import { ObjectDecipher } from '../format/encryption/object-decipher.js';
 import { parseSnapshotName } from '../format/snapshot-name.js';
 import { METADATA_ENCRYPTION_KEY_ID } from './metadata.js';
 import { PlainSubstitutes } from './plain-substitutes.js';

@@ -1,5 +1,5 @@
 import { UsageError } from '../common/errors.js';
-import { readKeyFile } from '../format/encryption-keys.js';
+import { readKeyFile } from '../format/encryption/encryption-keys.js';
 import { EncryptedStore } from './encrypted-store.js';
 import { openLocalStore } from './local.js';
 import { QueryOptions } from './query-options.js';

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import { IntegrityError } from '../common/errors.js';
-import { ENCRYPTION_MAGIC, isEncrypted } from '../format/encryption.js';
+import { ENCRYPTION_MAGIC, isEncrypted } from '../format/encryption/envelope-format.js';
 import { parseSnapshotName, type SnapshotRef } from '../format/snapshot-name.js';
 import { METADATA_ENCRYPTION_KEY_ID } from './metadata.js';
 import { ObjectNotFoundError, type SnapStore } from './snapstore.js';

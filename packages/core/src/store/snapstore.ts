@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import { OperationError } from '../common/errors.js';
-import type { ObjectCipher } from '../format/encryption.js';
+import type { ObjectCipher } from '../format/encryption/object-cipher.js';
 
 /** One object in a store, as a listing or stat returns it. `name` is relative to the store prefix. */
 export interface StoredObject {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { storedRevisionDigest } from '../backup/revision-digest.js';
 import { type CatalogEntry, listSnapshots } from '../backup/snapshot-catalog.js';
 import { errorMessage, UsageError } from '../common/errors.js';
-import { EncryptionKeyError } from '../format/encryption.js';
+import { EncryptionKeyError } from '../format/encryption/envelope-format.js';
 import { openStore } from '../store/location.js';
 import { isTransient } from '../store/retry.js';
 import type { SnapStore } from '../store/snapstore.js';

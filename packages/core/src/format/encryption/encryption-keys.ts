@@ -1,5 +1,5 @@
 import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
-import { errorMessage, UsageError } from '../common/errors.js';
+import { errorMessage, UsageError } from '../../common/errors.js';
 
 /** A key-encryption key: 32 bytes for AES-256, known by an id that each object records (docs/encryption.md §2). */
 export interface EncryptionKey {
