@@ -17,7 +17,7 @@ export interface CopyBackupsOptions extends BackupFilters {
   to: string;
   /** Objects copied at once. */
   maxParallel: number;
-  /** 'content': decompress and check every object's content, not only those without a recorded sha256 ('stored', the default). */
+  /** 'content': every object's content decompressed and checked, not only those without a recorded sha256. */
   check?: CopyCheck;
   /** Before copying, wait for a final full snapshot in the source (its etcd was stopped), as ebr's flag. */
   waitForFinalSnapshot?: { timeoutMs: number; pollMs?: number };

@@ -11,7 +11,10 @@ import { METADATA_SHA256 } from '../store/stored-digest.js';
 import { type CheckedObject, checkObject } from './object-check.js';
 import { VerifiedBody } from './verified-body.js';
 
-/** What a copy checks of each object: its stored bytes by their recorded sha256 where they carry one, or always its content. */
+/**
+ * What a copy checks of each object besides its size: 'stored', its stored bytes by their recorded sha256 where they
+ * carry one (its content only where they do not); 'content', its content always, and that sha256 too.
+ */
 export const COPY_CHECKS = ['stored', 'content'] as const;
 export type CopyCheck = (typeof COPY_CHECKS)[number];
 
@@ -46,8 +49,8 @@ export async function objectMetadata(store: SnapStore, entry: CatalogEntry): Pro
 /**
  * Streams one object from `from` to `to` under the same name, checked on the way (object-check.ts): its content
  * decompressed and checked, or with `check: 'stored'` (the program's default) only where it carries no sha256
- * recorded when it was stored, which otherwise is the proof. A damaged object fails with an IntegrityError naming it and leaves nothing at the
- * destination. `onBytes` hears of every chunk, for progress.
+ * recorded when it was stored, which otherwise is the proof. A damaged object fails with an IntegrityError naming
+ * it and leaves nothing at the destination. `onBytes` hears of every chunk, for progress.
  */
 export async function copyObject(
   from: SnapStore,

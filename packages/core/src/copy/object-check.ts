@@ -35,14 +35,15 @@ export interface ObjectCheck {
 }
 
 /**
- * Checks a snapshot object's stored bytes as they are written, without keeping them: the size the listing gave,
- * (unless `decrypted` says the bytes were decrypted on the way), the sha256 recorded when it was stored (when `metadata` has one; ebr records none), and its content by its own
- * sha256 trailer (etcd's for a full snapshot, the delta's for a delta) after decompression, which is bounded as
- * fetch-full-snapshot.ts bounds it. With `revision`, a full snapshot's pages are also scanned for the revision it
- * holds, which must be at least what its name says: verify does; a copy leaves that to whoever restores from it,
- * since the scan costs as much CPU as a third hash. With `storedDigestSuffices`, an object that carries a recorded
- * sha256 is checked by it alone, its content not decompressed: a copy's default (docs/copy-backups.md §1). Every
- * failure is an IntegrityError naming `label`.
+ * Checks a snapshot object's stored bytes as they are written, without keeping them: the size the listing gave
+ * (unless `decrypted` says the bytes were decrypted on the way), the sha256 recorded when it was stored (when
+ * `metadata` has one; ebr records none), and its content by its own sha256 trailer (etcd's for a full snapshot,
+ * the delta's for a delta) after decompression, which is bounded as fetch-full-snapshot.ts bounds it. With
+ * `revision`, a full snapshot's pages are also scanned for the revision it holds, which must be at least what its
+ * name says: verify does; a copy leaves that to whoever restores from it, since the scan costs as much CPU as a
+ * third hash. With `storedDigestSuffices`, an object that carries a recorded sha256 is checked by it alone, its
+ * content not decompressed: a copy's default (docs/copy-backups.md §1). Every failure is an IntegrityError naming
+ * `label`.
  */
 export function checkObject(
   entry: Pick<CatalogEntry, 'kind' | 'compression' | 'size' | 'startRevision' | 'lastRevision'>,
