@@ -1,8 +1,9 @@
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { copyFile, cp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import {
   freePort,
   type KeyspaceFingerprint,
@@ -450,6 +451,58 @@ describe('etcd-copy-backups (programs as processes, real etcd, the store test se
     });
   });
 
+  it('checks a snapshot by its recorded sha256, one without by its content, and every content with --check content', async () => {
+    const dir = at('digests');
+    expect((await copy(s3.url('source'), `file://${dir}`)).code).toBe(0);
+    const local = new LocalStore(dir);
+    const all = chain.fulls.length + chain.deltas.length;
+    const damage = async (name: string) => {
+      const original = await readFile(join(dir, name));
+      const damaged = Buffer.from(original);
+      damaged[Math.floor(damaged.length / 2)] ^= 0x10;
+      return { original, damaged, metadata: (await local.stat(name))?.metadata ?? {} };
+    };
+    const refusedAs = async (name: string, to: string, says: RegExp, extra: string[] = []) => {
+      const res = await copy(`file://${dir}`, `file://${at(to)}`, extra);
+      expect(res.code, to).toBe(1);
+      expect(res.summary.damaged, to).toEqual([{ name, problem: expect.stringMatching(says) }]);
+      expect(res.summary.copied, to).toBe(all - 1);
+      expect(await stat(join(at(to), name)).catch(() => undefined), to).toBeUndefined();
+    };
+    const contentDamaged = /is damaged: (it does not decompress|its content does not match)/;
+
+    // A full snapshot carries the sha256 recorded when it was stored: stored bytes that do not match it are refused.
+    const full = chain.fulls[1].name;
+    const f = await damage(full);
+    expect(f.metadata.sha256).toMatch(/^[0-9a-f]{64}$/);
+    await writeFile(join(dir, full), f.damaged);
+    await refusedAs(full, 'bytes-changed', /its bytes do not match the sha256 recorded when it was stored/);
+
+    // A damaged content under a sha256 recorded of it: that digest is the proof of what was stored, so it is copied
+    // as stored; --check content decompresses it and refuses it.
+    const digest = createHash('sha256').update(f.damaged).digest('hex');
+    await local.put(full, Readable.from([f.damaged]), { metadata: { ...f.metadata, sha256: digest } });
+    const trusted = await copy(`file://${dir}`, `file://${at('digest-trusted')}`);
+    expect(trusted.code).toBe(0);
+    expect(trusted.summary).toMatchObject({ copied: all, damaged: [] });
+    expect((await readFile(join(at('digest-trusted'), full))).equals(f.damaged)).toBe(true);
+    await refusedAs(full, 'content-checked', contentDamaged, ['--check', 'content']);
+    await local.put(full, Readable.from([f.original]), { metadata: f.metadata });
+
+    // A delta without a recorded sha256 (as ebr stores them): its content is decompressed and checked.
+    const delta = chain.deltas[1].name;
+    const d = await damage(delta);
+    expect(d.metadata.sha256).toBeUndefined();
+    await writeFile(join(dir, delta), d.damaged);
+    await refusedAs(delta, 'no-digest', contentDamaged);
+    await writeFile(join(dir, delta), d.original);
+
+    // The sound store copies whole either way.
+    const sound = await copy(`file://${dir}`, `file://${at('sound-content')}`, ['--check', 'content']);
+    expect(sound.code).toBe(0);
+    expect(sound.summary).toMatchObject({ copied: all, damaged: [] });
+  });
+
   it('refuses bad flags with exit code 2 before any work, touching nothing', async () => {
     const untouched = at('untouched');
     const cases: Array<[string[], RegExp]> = [
@@ -463,6 +516,7 @@ describe('etcd-copy-backups (programs as processes, real etcd, the store test se
         /not a duration/,
       ],
       [['--from', s3.url('source'), '--to', `file://${untouched}`, '--max-paralel', '2'], /max-paralel/],
+      [['--from', s3.url('source'), '--to', `file://${untouched}`, '--check', 'bytes'], /check/],
       [['export', '--from', s3.url('source'), '--to', at('no-such-dir', 'x.tar')], /does not exist/],
       [['import', '--from', at('no-such.tar'), '--to', `file://${untouched}`], /is not a file/],
       [['verify'], /store/],

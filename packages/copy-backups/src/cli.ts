@@ -3,6 +3,7 @@ import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import {
   type BackupFilters,
+  COPY_CHECKS,
   checkCopySettings,
   checkFilters,
   checkLocalDir,
@@ -91,6 +92,12 @@ await programArgs('etcd-copy-backups', argv)
     (y) =>
       filterOptions(storePairOptions(y))
         .option('max-parallel', parallelOption)
+        .option('check', {
+          choices: COPY_CHECKS,
+          default: 'stored' as const,
+          describe:
+            'stored: an object that carries the sha256 recorded when it was stored is checked by it, one without is decompressed and its content checked; content: every object decompressed and checked',
+        })
         .option('wait-for-final-snapshot', {
           type: 'boolean',
           default: false,
@@ -112,6 +119,7 @@ await programArgs('etcd-copy-backups', argv)
           from: args.from as string,
           to: args.to as string,
           maxParallel: args['max-parallel'],
+          check: args.check,
           encryptionKeyFile: args['encryption-key-file'],
           sourceEncryptionKeyFile: args['source-encryption-key-file'],
           ...filters(args),

@@ -73,4 +73,24 @@ describe('copyObject into each cloud provider: a damaged object fails after its 
       }
     });
   }
+
+  // Checked by its recorded sha256 alone (the copy's default), the same damage fails at the same point: the end.
+  for (const provider of ['s3', 'gcs', 'azure'] as const) {
+    it(`${provider}, checked by the recorded sha256 alone`, async () => {
+      const target = { s3, gcs, azure }[provider];
+      const store = await target.open('copy-stored');
+      try {
+        const failure = await copyObject(damaged, store, await entryOf(damaged), { check: 'stored' }).catch(
+          (err: unknown) => err,
+        );
+        expect(failure).toBeInstanceOf(IntegrityError);
+        expect((failure as Error).message).toMatch(/damaged: its bytes do not match the sha256 recorded/);
+        expect(await store.stat(NAME)).toBeUndefined();
+        if (provider === 's3') expect(s3.server.pendingUploads('backups')).toEqual([]);
+        if (provider === 'gcs') expect(gcs.server.openSessions()).toBe(0);
+      } finally {
+        await store.close?.();
+      }
+    });
+  }
 });

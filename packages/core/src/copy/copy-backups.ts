@@ -8,7 +8,7 @@ import { ObjectNotFoundError, type SnapStore } from '../store/snapstore.js';
 import { sourceCredentialsEnv } from '../store/source-credentials.js';
 import { parseStoreUrl, redact, sameStore } from '../store/store-url.js';
 import { type BackupFilters, checkFilters, selectBackups } from './backup-selection.js';
-import { alreadyHeld, copyObject, objectMetadata } from './copy-object.js';
+import { alreadyHeld, COPY_CHECKS, type CopyCheck, copyObject, objectMetadata } from './copy-object.js';
 import { CopyProgress } from './copy-progress.js';
 
 export interface CopyBackupsOptions extends BackupFilters {
@@ -17,6 +17,8 @@ export interface CopyBackupsOptions extends BackupFilters {
   to: string;
   /** Objects copied at once. */
   maxParallel: number;
+  /** 'content': every object's content decompressed and checked, not only those without a recorded sha256. */
+  check?: CopyCheck;
   /** Before copying, wait for a final full snapshot in the source (its etcd was stopped), as ebr's flag. */
   waitForFinalSnapshot?: { timeoutMs: number; pollMs?: number };
   /** Keys that encrypt what is written to `to` (its first) and decrypt `from`, unless `sourceEncryptionKeyFile`. */
@@ -57,11 +59,14 @@ const FINAL_SNAPSHOT_POLL_MS = 15_000;
 
 /** Refuses settings that cannot work (exit 2), before any store is opened. */
 export function checkCopySettings(
-  options: Pick<CopyBackupsOptions, 'from' | 'to' | 'maxParallel'> & BackupFilters,
+  options: Pick<CopyBackupsOptions, 'from' | 'to' | 'maxParallel' | 'check'> & BackupFilters,
 ): void {
   checkFilters(options);
   if (!(Number.isSafeInteger(options.maxParallel) && options.maxParallel >= 1)) {
     throw new UsageError(`--max-parallel ${options.maxParallel}: give a whole number of objects, 1 or more`);
+  }
+  if (options.check !== undefined && !COPY_CHECKS.includes(options.check)) {
+    throw new UsageError(`--check ${options.check}: give ${COPY_CHECKS.join(' or ')}`);
   }
   const from = parseStoreUrl(options.from, '--from');
   const to = parseStoreUrl(options.to, '--to');
@@ -117,7 +122,12 @@ export async function copyBackups(options: CopyBackupsOptions): Promise<CopySumm
       let vanished = 0;
       const outcomes = prefetchInOrder(
         wanted,
-        (entry, signal) => copyObject(from, to, entry, { signal, onBytes: (n) => progress.addBytes(n) }),
+        (entry, signal) =>
+          copyObject(from, to, entry, {
+            signal,
+            check: options.check ?? 'stored',
+            onBytes: (n) => progress.addBytes(n),
+          }),
         { concurrency: options.maxParallel, signal: options.signal },
       );
       for await (const outcome of outcomes) {

@@ -2,6 +2,7 @@ import { pipeline, Transform } from 'node:stream';
 import { METADATA_REVISION_DIGEST } from '../backup/revision-digest.js';
 import type { CatalogEntry } from '../backup/snapshot-catalog.js';
 import { METADATA_DB_SIZE, METADATA_ETCD_VERSION } from '../backup/take-full-snapshot.js';
+import { boundedMemory } from '../common/memory-bound.js';
 import { METADATA_DECOMPRESSED_SIZE } from '../format/decompressed-limit.js';
 import { wasDecrypted } from '../store/encrypted-store.js';
 import { checkMetadata } from '../store/metadata.js';
@@ -9,6 +10,13 @@ import type { SnapStore } from '../store/snapstore.js';
 import { METADATA_SHA256 } from '../store/stored-digest.js';
 import { type CheckedObject, checkObject } from './object-check.js';
 import { VerifiedBody } from './verified-body.js';
+
+/**
+ * What a copy checks of each object besides its size: 'stored', its stored bytes by their recorded sha256 where they
+ * carry one (its content only where they do not); 'content', its content always, and that sha256 too.
+ */
+export const COPY_CHECKS = ['stored', 'content'] as const;
+export type CopyCheck = (typeof COPY_CHECKS)[number];
 
 /** The metadata a copy carries over: ours, which the next reader checks against (other keys are no concern of ours). */
 const CARRIED = [
@@ -39,20 +47,22 @@ export async function objectMetadata(store: SnapStore, entry: CatalogEntry): Pro
 }
 
 /**
- * Streams one object from `from` to `to` under the same name, checked on the way (object-check.ts): a damaged
- * object fails with an IntegrityError naming it and leaves nothing at the destination. `onBytes` hears of every
- * chunk, for progress.
+ * Streams one object from `from` to `to` under the same name, checked on the way (object-check.ts): its content
+ * decompressed and checked, or with `check: 'stored'` (the program's default) only where it carries no sha256
+ * recorded when it was stored, which otherwise is the proof. A damaged object fails with an IntegrityError naming
+ * it and leaves nothing at the destination. `onBytes` hears of every chunk, for progress.
  */
 export async function copyObject(
   from: SnapStore,
   to: SnapStore,
   entry: CatalogEntry,
-  options: { signal?: AbortSignal; onBytes?: (bytes: number) => void } = {},
+  options: { signal?: AbortSignal; onBytes?: (bytes: number) => void; check?: CopyCheck } = {},
 ): Promise<CheckedObject> {
   const metadata = await objectMetadata(from, entry);
   const source = await from.get(entry.name);
   const check = checkObject(entry, metadata, `${from.location}/${entry.name}`, {
     decrypted: () => wasDecrypted(source),
+    storedDigestSuffices: options.check === 'stored',
   });
   const counter = new Transform({
     transform(chunk: Buffer, _enc, done) {
@@ -61,7 +71,8 @@ export async function copyObject(
     },
   });
   // An error anywhere destroys every stage, the body the put reads included, so the put fails and lands nothing.
-  const body = pipeline(source, counter, new VerifiedBody(check), () => {});
+  // The stored bytes' chunks die young but pile up until V8 collects them: collected every few MB instead.
+  const body = pipeline(source, counter, boundedMemory(), new VerifiedBody(check), () => {});
   try {
     await to.put(entry.name, body, { metadata, signal: options.signal });
   } catch (err) {

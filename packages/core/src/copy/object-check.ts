@@ -1,4 +1,4 @@
-import { Writable } from 'node:stream';
+import { type Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { isDecompressionError } from '../backup/fetch-delta.js';
 import type { CatalogEntry } from '../backup/snapshot-catalog.js';
@@ -35,36 +35,31 @@ export interface ObjectCheck {
 }
 
 /**
- * Checks a snapshot object's stored bytes as they are written, without keeping them: the size the listing gave,
- * (unless `decrypted` says the bytes were decrypted on the way), the sha256 recorded when it was stored (when `metadata` has one; ebr records none), and its content by its own
- * sha256 trailer (etcd's for a full snapshot, the delta's for a delta) after decompression, which is bounded as
- * fetch-full-snapshot.ts bounds it. With `revision`, a full snapshot's pages are also scanned for the revision it
- * holds, which must be at least what its name says: verify does; a copy leaves that to whoever restores from it,
- * since the scan costs as much CPU as a third hash. Every failure is an IntegrityError naming `label`.
+ * Checks a snapshot object's stored bytes as they are written, without keeping them: the size the listing gave
+ * (unless `decrypted` says the bytes were decrypted on the way), the sha256 recorded when it was stored (when
+ * `metadata` has one; ebr records none), and its content by its own sha256 trailer (etcd's for a full snapshot,
+ * the delta's for a delta) after decompression, which is bounded as fetch-full-snapshot.ts bounds it. With
+ * `revision`, a full snapshot's pages are also scanned for the revision it holds, which must be at least what its
+ * name says: verify does; a copy leaves that to whoever restores from it, since the scan costs as much CPU as a
+ * third hash. With `storedDigestSuffices`, an object that carries a recorded sha256 is checked by it alone, its
+ * content not decompressed: a copy's default (docs/copy-backups.md §1). Every failure is an IntegrityError naming
+ * `label`.
  */
 export function checkObject(
   entry: Pick<CatalogEntry, 'kind' | 'compression' | 'size' | 'startRevision' | 'lastRevision'>,
   metadata: Record<string, string>,
   label: string,
-  options: { revision?: boolean; decrypted?: () => boolean } = {},
+  options: { revision?: boolean; decrypted?: () => boolean; storedDigestSuffices?: boolean } = {},
 ): ObjectCheck {
   const stored = new StoredDigest();
-  const isFull = entry.kind === 'Full';
-  const recordedDbSize = isFull ? recordedSize(metadata[METADATA_DB_SIZE]) : undefined;
-  const scanned = isFull && options.revision ? new FullSnapshotCheck(label) : undefined;
-  const content = scanned ?? (isFull ? new SnapshotTrailerCheck(label) : new DeltaTrailerCheck(label));
-  const bound = isFull
-    ? {
-        limit: decompressedLimit(entry.size, recordedDbSize),
-        why:
-          recordedDbSize !== undefined
-            ? 'the db size recorded when it was stored'
-            : `${MAX_COMPRESSION_RATIO} times its stored size, or 64 MiB`,
-      }
-    : deltaDecompressedLimit(entry, recordedSize(metadata[METADATA_DECOMPRESSED_SIZE]));
-  const limit = new DecompressedLimit(bound.limit, label, bound.why);
   const discard = new Writable({ write: (_chunk, _enc, done) => done() });
-  const result = pipeline(stored, decompressor(entry.compression), limit, boundedMemory(), content, discard)
+  const recorded = metadata[METADATA_SHA256];
+  // We record a sha256 only of stored bytes whose content was checked first (a snapshot's, or a copy's under this
+  // check), so the bytes matching it prove their content as decompressing them would, for the cost of the hash.
+  const byDigestAlone = options.storedDigestSuffices === true && recorded !== undefined && !options.revision;
+  const content = byDigestAlone ? undefined : contentCheck(entry, metadata, label, options.revision === true);
+  const passed = content ? pipeline(stored, ...content.stages, discard) : pipeline(stored, discard);
+  const result = passed
     .catch((err: unknown) => {
       throw isDecompressionError(err)
         ? new IntegrityError(`${label} is damaged: it does not decompress (${(err as Error).message})`, { cause: err })
@@ -75,11 +70,10 @@ export function checkObject(
       if (stored.size !== entry.size && !options.decrypted?.()) {
         throw new IntegrityError(`${label} is truncated: ${stored.size} of its ${entry.size} bytes could be read`);
       }
-      const recorded = metadata[METADATA_SHA256];
       if (recorded && recorded !== stored.sha256()) {
         throw new IntegrityError(`${label} is damaged: its bytes do not match the sha256 recorded when it was stored`);
       }
-      const revision = scanned?.facts().revision;
+      const revision = content?.scanned?.facts().revision;
       // ebr may name a full snapshot with an older revision than it holds (etcd#9037), never a newer one.
       if (revision !== undefined && revision < entry.lastRevision) {
         throw new IntegrityError(`${label} holds revision ${revision}, but its name says ${entry.lastRevision}`);
@@ -91,4 +85,32 @@ export function checkObject(
       };
     });
   return { input: stored, result };
+}
+
+/**
+ * The stages that check an object's content from its stored bytes: decompressed (bounded as
+ * fetch-full-snapshot.ts bounds it), then by its own sha256 trailer, or with `revision` a full snapshot's pages
+ * scanned too.
+ */
+function contentCheck(
+  entry: Pick<CatalogEntry, 'kind' | 'compression' | 'size' | 'startRevision' | 'lastRevision'>,
+  metadata: Record<string, string>,
+  label: string,
+  revision: boolean,
+): { stages: [Transform, Transform, Transform, Transform]; scanned?: FullSnapshotCheck } {
+  const isFull = entry.kind === 'Full';
+  const recordedDbSize = isFull ? recordedSize(metadata[METADATA_DB_SIZE]) : undefined;
+  const scanned = isFull && revision ? new FullSnapshotCheck(label) : undefined;
+  const content = scanned ?? (isFull ? new SnapshotTrailerCheck(label) : new DeltaTrailerCheck(label));
+  const bound = isFull
+    ? {
+        limit: decompressedLimit(entry.size, recordedDbSize),
+        why:
+          recordedDbSize !== undefined
+            ? 'the db size recorded when it was stored'
+            : `${MAX_COMPRESSION_RATIO} times its stored size, or 64 MiB`,
+      }
+    : deltaDecompressedLimit(entry, recordedSize(metadata[METADATA_DECOMPRESSED_SIZE]));
+  const limit = new DecompressedLimit(bound.limit, label, bound.why);
+  return { stages: [decompressor(entry.compression), limit, boundedMemory(), content], scanned };
 }
