@@ -16,6 +16,8 @@ export const BOOTSTRAP_CASES = {
   'restore-new-cluster': { action: 'restore', exitCode: 0 },
   /** Several members, the others have quorum: removed, moved aside, added back as a learner. */
   rejoin: { action: 'rejoin', exitCode: 0 },
+  /** Several members, no data: the cluster lists this member, which never started; it joins as it is. */
+  'first-start': { action: 'start', exitCode: 0 },
   /** Bad data and nothing to restore it from. */
   'no-backup': { action: 'refuse', exitCode: VERDICTS['restore-needed'].exitCode },
   'wrong-volume': { action: 'refuse', exitCode: VERDICTS['wrong-volume'].exitCode },
@@ -42,6 +44,8 @@ export interface BootstrapFacts {
   cluster?: ClusterState;
   /** With a cluster that has quorum: its member list names this member. */
   listed?: boolean;
+  /** With a cluster that has quorum: it lists this member as a voter that never started (no name, no client URL). */
+  unstarted?: boolean;
   /** Asked only when a restore is in question. */
   store: () => Promise<StoreState>;
 }
@@ -72,17 +76,31 @@ export async function decideBootstrap(facts: BootstrapFacts): Promise<BootstrapD
     return decided('valid', check.reason);
   }
   // restore needed: missing, damaged or stale
+  if (cluster?.state === 'quorum' && facts.empty && facts.unstarted) {
+    return decided(
+      'first-start',
+      `${check.reason}; the cluster lists this member, which has never started: it starts empty and the leader sends it the data`,
+    );
+  }
   if (cluster?.state === 'quorum') {
     return decided('rejoin', `${check.reason}; the cluster has quorum: this member rejoins it as a learner`);
   }
-  if (cluster?.state === 'no-quorum') {
+  // A member with nothing to lose that finds no leader: its peers are starting beside it (a new cluster whose
+  // members start one by one, or all restarting). Refusing would deadlock them, each waiting for the others;
+  // it goes on as if none answered. One with data refuses: a rejoin or a new cluster could lose that data.
+  if (cluster?.state === 'no-quorum' && !facts.empty) {
     return decided(
       'no-quorum',
       `${check.reason}; members answer at ${cluster.answered.join(', ')} but none has a leader: neither rejoining nor restoring a new cluster is safe. Bring the cluster's quorum back, then run bootstrap again`,
     );
   }
   const store = await facts.store();
-  const whole = cluster ? 'no member of the cluster answers; ' : '';
+  const whole =
+    cluster?.state === 'no-quorum'
+      ? `members answer at ${cluster.answered.join(', ')} without a leader (starting beside this one); `
+      : cluster
+        ? 'no member of the cluster answers; '
+        : '';
   if (store.state === 'unreachable') {
     return decided(
       'cannot-decide',

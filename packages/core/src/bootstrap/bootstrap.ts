@@ -2,6 +2,7 @@ import { listSnapshots } from '../backup/snapshot-catalog.js';
 import { errorMessage, UsageError } from '../common/errors.js';
 import { type Logger, silentLogger } from '../common/logger.js';
 import type { EtcdConnection } from '../etcd/etcd-client.js';
+import type { EtcdMember } from '../etcd/etcd-members.js';
 import { clusterMembers, type MemberConfig } from '../etcd/snapshot-restore-command.js';
 import { type RestoreResult, restore } from '../restore/restore.js';
 import { openStoreForCheck, validateDataDir } from '../validation/validate-data-dir.js';
@@ -107,6 +108,7 @@ async function decideAndAct(
     empty,
     cluster,
     listed: cluster?.state === 'quorum' ? findMember(cluster.members, member) !== undefined : undefined,
+    unstarted: cluster?.state === 'quorum' ? neverStarted(findMember(cluster.members, member)) : undefined,
     store: () => storeState(store),
   });
   const result: BootstrapResult = { ...decision, dataDir, dryRun: options.dryRun ?? false, steps: [], check };
@@ -122,6 +124,11 @@ async function decideAndAct(
       break;
     case 'fresh':
       step(`start etcd on the empty ${dataDir}: a new ${several ? 'cluster' : 'member'}`);
+      result.etcd = { initialClusterState: 'new', initialCluster: member.initialCluster };
+      break;
+    case 'first-start':
+      // etcd's `new` start joins a cluster that lists it unstarted: the cluster's ID is derived from the same list
+      step(`start etcd on the empty ${dataDir}: the cluster lists this member, which joins it for the first time`);
       result.etcd = { initialClusterState: 'new', initialCluster: member.initialCluster };
       break;
     case 'restore':
@@ -206,6 +213,11 @@ async function restoreInPlace(
     );
   }
   if (newCluster) result.etcd = { initialClusterState: 'new', initialCluster: member.initialCluster };
+}
+
+/** A voting member etcd lists that has never run: it has published neither its name nor its client URLs. */
+function neverStarted(found: EtcdMember | undefined): boolean {
+  return found !== undefined && !found.isLearner && found.name === '' && found.clientUrls.length === 0;
 }
 
 type StoreForCheck = Awaited<ReturnType<typeof openStoreForCheck>>;

@@ -59,7 +59,8 @@ const HEALTHY_WAIT_MS = 30_000;
 /**
  * etcd's strict reconfiguration check refuses a membership change ("unhealthy cluster", "not enough started
  * members") until the voting members it counts have been connected to the one asked for 5 s, as right after a
- * member (re)started: asked again for a while.
+ * member (re)started, and etcd takes one learner at a time ("too many learner members": a scale-up's previous new
+ * member not yet promoted): asked again for a while.
  */
 async function whenHealthy<T>(change: () => Promise<T>, signal?: AbortSignal): Promise<T> {
   const deadline = Date.now() + HEALTHY_WAIT_MS;
@@ -68,7 +69,11 @@ async function whenHealthy<T>(change: () => Promise<T>, signal?: AbortSignal): P
     try {
       return await change();
     } catch (err) {
-      if (!/unhealthy cluster|not enough started members/.test(errorMessage(err)) || Date.now() >= deadline) throw err;
+      if (
+        !/unhealthy cluster|not enough started members|too many learner members/.test(errorMessage(err)) ||
+        Date.now() >= deadline
+      )
+        throw err;
     }
     await backoff.wait(signal);
   }
