@@ -1,5 +1,5 @@
 import { type DataDirReport, VERDICTS } from '../validation/verdict.js';
-import type { ClusterState } from './cluster-probe.js';
+import { type ClusterState, neverHadQuorum } from './cluster-probe.js';
 
 /**
  * The rows of bootstrap's decision table (docs/validate.md, Bootstrap): what it does in each case, and the
@@ -85,10 +85,10 @@ export async function decideBootstrap(facts: BootstrapFacts): Promise<BootstrapD
   if (cluster?.state === 'quorum') {
     return decided('rejoin', `${check.reason}; the cluster has quorum: this member rejoins it as a learner`);
   }
-  // A member with nothing to lose that finds no leader: its peers are starting beside it (a new cluster whose
-  // members start one by one, or all restarting). Refusing would deadlock them, each waiting for the others;
-  // it goes on as if none answered. One with data refuses: a rejoin or a new cluster could lose that data.
-  if (cluster?.state === 'no-quorum' && !facts.empty) {
+  // A member with no data that finds no leader in a cluster that never had one: its peers are starting beside it
+  // for the first time (etcd-wrapper starts each etcd after its own initialization). Refusing would deadlock
+  // them, each waiting for the others: it goes on as if none answered.
+  if (cluster?.state === 'no-quorum' && !(facts.empty && neverHadQuorum(cluster))) {
     return decided(
       'no-quorum',
       `${check.reason}; members answer at ${cluster.answered.join(', ')} but none has a leader: neither rejoining nor restoring a new cluster is safe. Bring the cluster's quorum back, then run bootstrap again`,
@@ -97,7 +97,7 @@ export async function decideBootstrap(facts: BootstrapFacts): Promise<BootstrapD
   const store = await facts.store();
   const whole =
     cluster?.state === 'no-quorum'
-      ? `members answer at ${cluster.answered.join(', ')} without a leader (starting beside this one); `
+      ? `members answer at ${cluster.answered.join(', ')} in a cluster that never had a leader (starting beside this one); `
       : cluster
         ? 'no member of the cluster answers; '
         : '';

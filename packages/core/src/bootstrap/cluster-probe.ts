@@ -14,8 +14,11 @@ export type ClusterState =
       token?: string;
       members: EtcdMember[];
     }
-  /** Some answered, but none has a leader: a membership change cannot commit. */
-  | { state: 'no-quorum'; answered: string[] }
+  /**
+   * Some answered, but none has a leader: a membership change cannot commit. `members`: the list the first to
+   * answer holds locally (etcd serves it without a leader), when it gave one.
+   */
+  | { state: 'no-quorum'; answered: string[]; members?: EtcdMember[] }
   /** None answered: the whole cluster is down (or lost). */
   | { state: 'unreachable'; failures: string[] };
 
@@ -26,18 +29,23 @@ export type ClusterState =
 export async function probeCluster(conn: EtcdConnection, timeoutMs = 5_000): Promise<ClusterState> {
   const answered: string[] = [];
   const failures: string[] = [];
+  let firstToken: string | undefined;
   for (const endpoint of conn.endpoints) {
     try {
       const token = await etcdAuthToken(conn, endpoint);
       const status = await memberStatus(conn, { endpoint, token, timeoutMs });
-      answered.push(endpoint);
+      if (answered.push(endpoint) === 1) firstToken = token;
       if (status.leader === '0') continue;
       return { state: 'quorum', endpoint, token, members: await memberList(conn, { endpoint, token, timeoutMs }) };
     } catch (err) {
       failures.push(errorMessage(err));
     }
   }
-  return answered.length > 0 ? { state: 'no-quorum', answered } : { state: 'unreachable', failures };
+  if (answered.length === 0) return { state: 'unreachable', failures };
+  const members = await memberList(conn, { endpoint: answered[0], token: firstToken, timeoutMs }).catch(
+    () => undefined,
+  );
+  return { state: 'no-quorum', answered, ...(members ? { members } : {}) };
 }
 
 /** What names a member in a member list. */
@@ -51,4 +59,12 @@ export function findMember(members: EtcdMember[], member: MemberIdentity): EtcdM
 
 export function peerUrlsOf(member: MemberIdentity): string[] {
   return member.initialAdvertisePeerUrls.split(',').map((u) => u.trim());
+}
+
+/**
+ * A cluster that has never had a leader: the members it lists have published no name yet (etcd publishes a
+ * member's name through raft, so only once a leader exists). Its members are starting for the first time.
+ */
+export function neverHadQuorum(cluster: ClusterState): boolean {
+  return cluster.state === 'no-quorum' && cluster.members !== undefined && cluster.members.every((m) => m.name === '');
 }
