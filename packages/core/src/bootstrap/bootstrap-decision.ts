@@ -18,6 +18,8 @@ export const BOOTSTRAP_CASES = {
   rejoin: { action: 'rejoin', exitCode: 0 },
   /** Several members, no data: the cluster lists this member, which never started; it joins as it is. */
   'first-start': { action: 'start', exitCode: 0 },
+  /** Bad data, nothing to restore it from, and ebr's behaviour asked for: moved aside, etcd starts empty. */
+  'start-empty': { action: 'start', exitCode: 0 },
   /** Bad data and nothing to restore it from. */
   'no-backup': { action: 'refuse', exitCode: VERDICTS['restore-needed'].exitCode },
   'wrong-volume': { action: 'refuse', exitCode: VERDICTS['wrong-volume'].exitCode },
@@ -48,6 +50,8 @@ export interface BootstrapFacts {
   unstarted?: boolean;
   /** Asked only when a restore is in question. */
   store: () => Promise<StoreState>;
+  /** ebr's behaviour: bad data with no backup is moved aside and etcd starts empty, where it would refuse. */
+  startEmptyWithoutBackup?: boolean;
 }
 
 export interface BootstrapDecision {
@@ -113,6 +117,12 @@ export async function decideBootstrap(facts: BootstrapFacts): Promise<BootstrapD
         'fresh',
         `${check.reason}, and the store holds no full snapshot: ${whole}etcd starts a new ${cluster ? 'cluster' : 'member'}`,
       );
+    if (facts.startEmptyWithoutBackup) {
+      return decided(
+        'start-empty',
+        `${check.reason}, and the store holds no full snapshot: as asked (ebr's behaviour), the data is moved aside and etcd starts empty`,
+      );
+    }
     return decided(
       'no-backup',
       `${check.reason}, and the store holds no full snapshot to restore it from: etcd must not start on this data. Restore it by hand, or move it away to start empty`,

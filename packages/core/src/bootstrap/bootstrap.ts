@@ -29,6 +29,8 @@ export interface BootstrapOptions {
   etcdBinDir?: string;
   /** Keys that decrypt encrypted snapshots for a restore (docs/encryption.md). */
   encryptionKeyFile?: string;
+  /** Bad data and an empty store: move the data aside and let etcd start empty, as ebr does, instead of refusing. */
+  startEmptyWithoutBackup?: boolean;
   logger?: Logger;
   signal?: AbortSignal;
 }
@@ -110,6 +112,7 @@ async function decideAndAct(
     listed: cluster?.state === 'quorum' ? findMember(cluster.members, member) !== undefined : undefined,
     unstarted: cluster?.state === 'quorum' ? neverStarted(findMember(cluster.members, member)) : undefined,
     store: () => storeState(store),
+    startEmptyWithoutBackup: options.startEmptyWithoutBackup,
   });
   const result: BootstrapResult = { ...decision, dataDir, dryRun: options.dryRun ?? false, steps: [], check };
   const step = (text: string) => {
@@ -126,6 +129,16 @@ async function decideAndAct(
       step(`start etcd on the empty ${dataDir}: a new ${several ? 'cluster' : 'member'}`);
       result.etcd = { initialClusterState: 'new', initialCluster: member.initialCluster };
       break;
+    case 'start-empty': {
+      if (options.dryRun) step(`move ${dataDir} aside to ${dataDir}.bad-<time>`);
+      else {
+        result.movedAside = await moveAside(dataDir);
+        step(`moved ${dataDir} aside to ${result.movedAside}`);
+      }
+      step(`start etcd on the empty ${dataDir}: a new ${several ? 'cluster' : 'member'}, holding no data`);
+      result.etcd = { initialClusterState: 'new', initialCluster: member.initialCluster };
+      break;
+    }
     case 'first-start':
       // etcd's `new` start joins a cluster that lists it unstarted: the cluster's ID is derived from the same list
       step(`start etcd on the empty ${dataDir}: the cluster lists this member, which joins it for the first time`);
