@@ -1,10 +1,16 @@
-import { request } from 'node:http';
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { request } from 'node:http';
 import { join } from 'node:path';
-import { createEtcdClient, freePort, type KeyspaceFingerprint, keyspaceFingerprint, memberList } from '@etcd-steward/core';
+import {
+  createEtcdClient,
+  freePort,
+  type KeyspaceFingerprint,
+  keyspaceFingerprint,
+  memberList,
+} from '@etcd-steward/core';
 import { writeWorkload } from '@etcd-steward/testing';
-import { stringify } from 'yaml';
 import { afterEach, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
 import { damageKeyLeaf } from './data-dir-damage.js';
 import { EtcdWrapperClient } from './etcd-wrapper-client.js';
 import { metric, type SidecarProcess, snapshotsReach, startSidecar, waitFor } from './sidecar-helpers.js';
@@ -147,7 +153,11 @@ describe.each([
     } finally {
       client.close();
     }
-    await waitFor('the snapshots to reach the last revision', () => snapshotsReach(pod.sidecar!.url, stored.revision), 60_000);
+    await waitFor(
+      'the snapshots to reach the last revision',
+      () => snapshotsReach(pod.sidecar!.url, stored.revision),
+      60_000,
+    );
 
     // a clean stop: exit_code says terminated, so the next start asks for sanity
     await wrapper.stop();
@@ -186,7 +196,11 @@ describe.each([
     const starts: Promise<unknown>[] = [];
     for (const pod of three) {
       starts.push(pod.wrapper!.start());
-      await waitFor(`${pod.name}'s config`, async () => pod.wrapper!.calls.some((c) => c.startsWith('/config 200')), 120_000);
+      await waitFor(
+        `${pod.name}'s config`,
+        async () => pod.wrapper!.calls.some((c) => c.startsWith('/config 200')),
+        120_000,
+      );
     }
     const started = (await Promise.all(starts)) as Array<{ config: Record<string, unknown> }>;
     for (const s of started) expect(s.config['initial-cluster-state']).toBe('new');

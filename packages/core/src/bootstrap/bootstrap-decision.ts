@@ -46,7 +46,7 @@ export interface BootstrapFacts {
   cluster?: ClusterState;
   /** With a cluster that has quorum: its member list names this member. */
   listed?: boolean;
-  /** With a cluster that has quorum: it lists this member as a voter that never started (no name, no client URL). */
+  /** With a cluster that has quorum: it lists this member as a voter that never started (no client URL). */
   unstarted?: boolean;
   /** Asked only when a restore is in question. */
   store: () => Promise<StoreState>;

@@ -228,9 +228,12 @@ async function restoreInPlace(
   if (newCluster) result.etcd = { initialClusterState: 'new', initialCluster: member.initialCluster };
 }
 
-/** A voting member etcd lists that has never run: it has published neither its name nor its client URLs. */
+/**
+ * A voting member etcd lists that has never run: it has not published its client URLs (a member of the first
+ * `--initial-cluster` has its name from the start).
+ */
 function neverStarted(found: EtcdMember | undefined): boolean {
-  return found !== undefined && !found.isLearner && found.name === '' && found.clientUrls.length === 0;
+  return found !== undefined && !found.isLearner && found.clientUrls.length === 0;
 }
 
 type StoreForCheck = Awaited<ReturnType<typeof openStoreForCheck>>;

@@ -62,9 +62,14 @@ export function peerUrlsOf(member: MemberIdentity): string[] {
 }
 
 /**
- * A cluster that has never had a leader: the members it lists have published no name yet (etcd publishes a
- * member's name through raft, so only once a leader exists). Its members are starting for the first time.
+ * A cluster that has never had a leader: no member it lists has published its client URLs (etcd publishes a
+ * member's attributes through raft, so only once a leader exists; the names of `--initial-cluster` it has from
+ * the start). Its members are starting for the first time.
  */
 export function neverHadQuorum(cluster: ClusterState): boolean {
-  return cluster.state === 'no-quorum' && cluster.members !== undefined && cluster.members.every((m) => m.name === '');
+  return (
+    cluster.state === 'no-quorum' &&
+    cluster.members !== undefined &&
+    cluster.members.every((m) => m.clientUrls.length === 0)
+  );
 }
