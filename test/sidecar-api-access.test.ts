@@ -1,4 +1,5 @@
 import { readFile, writeFile } from 'node:fs/promises';
+import { request as httpRequest } from 'node:http';
 import { request } from 'node:https';
 import { makeTestCertificates, startCluster, type TestCertificates } from '@etcd-steward/testing';
 import { expect, it, onTestFinished } from 'vitest';
@@ -29,7 +30,19 @@ function untilStarted<T extends number | Response>(ask: () => Promise<T>): Promi
   });
 }
 
-it('with --server-token-file, snapshots and initialization need the bearer token; /healthz, /metrics and /snapshot/latest stay open', async () => {
+/** A request from another loopback address than the pod's own (127.0.0.1), as from outside the pod. */
+function statusFrom(localAddress: string, url: string, headers: Record<string, string> = {}): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: 'GET', localAddress, headers, agent: false }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+it('with --server-token-file, snapshots need the bearer token, initialization and /config too unless asked from 127.0.0.1; /healthz, /metrics and /snapshot/latest stay open', async () => {
   const token = 'k7Qd0-test-token-9fz';
   await writeFile(at('token-file'), `${token}\n`);
   const sidecar = await sidecarWith('token', ['--server-token-file', at('token-file')]);
@@ -42,11 +55,17 @@ it('with --server-token-file, snapshots and initialization need the bearer token
   expect((await fetch(`${url}/healthz`)).status).toBe(200);
   expect((await fetch(`${url}/metrics`)).status).toBe(200);
   expect((await fetch(`${url}/snapshot/latest`)).status).toBe(200);
-  for (const path of ['/snapshot/full', '/snapshot/delta', '/initialization/start', '/initialization/status']) {
-    const refused = await fetch(`${url}${path}`, path.endsWith('status') ? {} : as());
+  for (const path of ['/snapshot/full', '/snapshot/delta']) {
+    const refused = await fetch(`${url}${path}`, as());
     expect(refused.status, path).toBe(401);
     expect(await refused.json()).toEqual({ error: expect.stringMatching(/--server-token-file/) });
   }
+  // etcd-wrapper's routes: open to the pod's own loopback address, which it sends no token from
+  expect((await fetch(`${url}/initialization/status`)).status).toBe(200);
+  for (const path of ['/initialization/start', '/initialization/status', '/config']) {
+    expect(await statusFrom('127.0.0.2', `${url}${path}`), path).toBe(401);
+  }
+  expect(await statusFrom('127.0.0.2', `${url}/initialization/status`, { authorization: `Bearer ${token}` })).toBe(200);
   expect((await fetch(`${url}/snapshot/full`, as(`Bearer ${token}x`))).status).toBe(401);
   expect((await fetch(`${url}/snapshot/full`, as('Bearer k7Qd0'))).status).toBe(401);
   expect((await fetch(`${url}/snapshot/full`, as(token))).status).toBe(401);
@@ -59,7 +78,13 @@ it('with --server-token-file, snapshots and initialization need the bearer token
 });
 
 /** A request over HTTPS that trusts the test CA, with or without a client certificate; resolves with the status. */
-function httpsStatus(url: string, certs: TestCertificates, client?: 'client', method = 'POST'): Promise<number> {
+function httpsStatus(
+  url: string,
+  certs: TestCertificates,
+  client?: 'client',
+  method = 'POST',
+  localAddress?: string,
+): Promise<number> {
   return Promise.all([
     readFile(certs.ca),
     client && readFile(certs.clientCert),
@@ -67,7 +92,7 @@ function httpsStatus(url: string, certs: TestCertificates, client?: 'client', me
   ]).then(
     ([ca, cert, key]) =>
       new Promise((resolve, reject) => {
-        const req = request(url, { method, ca, cert, key, agent: false }, (res) => {
+        const req = request(url, { method, ca, cert, key, agent: false, localAddress }, (res) => {
           res.resume();
           res.on('end', () => resolve(res.statusCode ?? 0));
         });
@@ -77,7 +102,7 @@ function httpsStatus(url: string, certs: TestCertificates, client?: 'client', me
   );
 }
 
-it('with --server-tls-client-ca, snapshots and initialization need a client certificate that CA signed', async () => {
+it('with --server-tls-client-ca, snapshots need a client certificate that CA signed, initialization too unless asked from 127.0.0.1', async () => {
   const certs = await makeTestCertificates(at());
   const sidecar = await sidecarWith(
     'mtls',
@@ -88,8 +113,9 @@ it('with --server-tls-client-ca, snapshots and initialization need a client cert
   expect(await httpsStatus(`${url}/healthz`, certs, undefined, 'GET')).toBe(200);
   expect(await httpsStatus(`${url}/metrics`, certs, undefined, 'GET')).toBe(200);
   expect(await httpsStatus(`${url}/snapshot/delta`, certs)).toBe(401);
-  expect(await httpsStatus(`${url}/initialization/start`, certs)).toBe(401);
+  expect(await httpsStatus(`${url}/initialization/start`, certs, undefined, 'GET', '127.0.0.2')).toBe(401);
+  expect(await httpsStatus(`${url}/initialization/status`, certs, undefined, 'GET')).toBe(200);
   expect(await untilStarted(() => httpsStatus(`${url}/snapshot/delta`, certs, 'client'))).toBe(200);
-  expect(await httpsStatus(`${url}/initialization/start`, certs, 'client')).toBe(200);
+  expect(await httpsStatus(`${url}/initialization/start`, certs, 'client', 'GET', '127.0.0.2')).toBe(200);
   expect(await sidecar.stop()).toBe(0);
 });

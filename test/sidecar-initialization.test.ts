@@ -74,6 +74,20 @@ describe('the sidecar initializes the data dir (etcd-snapshot run, no etcd runni
     expect(await sidecar?.log()).toMatch(/etcd must not start \(no-backup\)/);
   });
 
+  it("with nothing in the store and --start-empty-without-backup (ebr's behaviour): the damaged data moved aside, Successful", async () => {
+    const dataDir = await leafDamaged('start-empty');
+    const { url } = await start('start-empty', path('empty-store'), [
+      '--data-dir',
+      dataDir,
+      '--start-empty-without-backup',
+    ]);
+    expect(await initialize(url, 'mode=full')).toBe('Successful');
+    const names = await readdir(path('start-empty'));
+    expect(names.filter((n) => n.startsWith('data.bad-'))).toHaveLength(1);
+    expect(names).not.toContain('data');
+    expect(await sidecar?.log()).toMatch(/"case":"start-empty"/);
+  });
+
   it('with a backup: full mode moves the damaged data aside, restores it, then Successful', async () => {
     const dataDir = await leafDamaged('restore');
     const { url } = await start('restore', path('store'), ['--data-dir', dataDir]);

@@ -40,7 +40,7 @@ it.each([
   [['--store'], /--store needs a value/],
   [
     ['--data-dir', '/tmp/etcd-data', '--name', 'a', '--initial-cluster', 'a=http://127.0.0.1:1,b=http://127.0.0.1:2'],
-    /the sidecar's initialization restores a single member only/,
+    /give --service-endpoints \(client URLs that reach the other members\)/,
   ],
   [['--data-dir', '/proc/etcd-data'], /--data-dir \/proc\/etcd-data is under \/proc/],
   [['--defragmentation-schedule', 'nightly'], /--defragmentation-schedule "nightly" is not a cron schedule/],
