@@ -1,0 +1,52 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { TLSSocket } from 'node:tls';
+
+/** What every route but the open ones (snapshots, initialization) asks of a caller; nothing by default, as ebr. */
+export interface AccessOptions {
+  /** The bearer token a caller must send (--server-token-file). */
+  token?: Buffer;
+  /** A caller must present a certificate the server's client CA signed (--server-tls-client-ca). */
+  clientCertificate?: boolean;
+}
+
+/**
+ * Decides whether a request may use a route that is not open. The token is compared through its sha256, in
+ * constant time, so neither its content nor its length shows in the answer's timing; it never reaches a log.
+ */
+export class ApiAccess {
+  private readonly tokenDigest?: Buffer;
+
+  constructor(private readonly options: AccessOptions) {
+    this.tokenDigest = options.token && digest(options.token);
+  }
+
+  /** Why the request is refused, or undefined when it may go on. */
+  refusal(request: IncomingMessage): string | undefined {
+    if (this.options.clientCertificate && !(request.socket as TLSSocket).authorized) {
+      return 'this endpoint needs a client certificate signed by the CA of --server-tls-client-ca';
+    }
+    if (this.tokenDigest) {
+      const presented = /^Bearer (.+)$/i.exec(request.headers.authorization ?? '')?.[1];
+      if (presented === undefined || !timingSafeEqual(digest(Buffer.from(presented)), this.tokenDigest)) {
+        return 'this endpoint needs the token of --server-token-file: send "Authorization: Bearer <token>"';
+      }
+    }
+    return undefined;
+  }
+}
+
+function digest(value: Buffer): Buffer {
+  return createHash('sha256').update(value).digest();
+}
+
+/**
+ * The request came over the loopback interface from the address `localhost` resolves to: from a container of the
+ * same pod (they share one network namespace), never from the network (Linux drops packets from outside that carry
+ * a loopback source). Only 127.0.0.1 and ::1, which etcd-wrapper's `localhost` uses: the rest of 127.0.0.0/8 is
+ * not taken as the pod's own.
+ */
+export function fromPodLoopback(request: IncomingMessage): boolean {
+  const address = request.socket.remoteAddress;
+  return address === '127.0.0.1' || address === '::1' || address === '::ffff:127.0.0.1';
+}
