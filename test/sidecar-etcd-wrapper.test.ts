@@ -88,6 +88,16 @@ describe.each([
   }
 
   async function startPod(pod: Pod, store: string, snapshots: boolean): Promise<void> {
+    await startPodSidecar(pod, store, snapshots);
+    pod.wrapper = new EtcdWrapperClient({
+      sidecar: pod.sidecar!.url,
+      dataVolume: join(pod.dir, 'data'),
+      configFile: join(pod.dir, 'served.etcd.conf.yaml'),
+      logFile: join(pod.dir, 'etcd.log'),
+    });
+  }
+
+  async function startPodSidecar(pod: Pod, store: string, snapshots: boolean): Promise<void> {
     if (protectedApi) await writeFile(join(pod.dir, 'token'), TOKEN);
     pod.sidecar = await startSidecar({
       endpoint: clientUrl(pod),
@@ -100,12 +110,6 @@ describe.each([
         ...(protectedApi ? ['--server-token-file', join(pod.dir, 'token')] : []),
       ],
       env: { ...process.env, POD_NAME: pod.name, POD_NAMESPACE: 'shoot--a' },
-    });
-    pod.wrapper = new EtcdWrapperClient({
-      sidecar: pod.sidecar.url,
-      dataVolume: join(pod.dir, 'data'),
-      configFile: join(pod.dir, 'served.etcd.conf.yaml'),
-      logFile: join(pod.dir, 'etcd.log'),
     });
   }
 
@@ -239,7 +243,7 @@ describe.each([
     }
   });
 
-  it('a scale-up from one member to three: each new member joins as a learner and is promoted', async () => {
+  it('a scale-up from one member to three: each new member joins as a learner and is promoted, by a restarted sidecar too', async () => {
     const all = await makePods('scale', 3);
     await writeConfig(all[0], [all[0]]);
     await startPod(all[0], path('scale', 'store'), false);
@@ -249,10 +253,24 @@ describe.each([
       await writeWorkload(client, { keys: 300, valueSize: 200 });
       // druid scales the Etcd to 3 replicas: one config for three members
       for (const pod of all) await writeConfig(pod, all);
+      const learner = async (pod: Pod) =>
+        (await memberList({ endpoints: [clientUrl(all[0])] })).find((m) => m.peerUrls.includes(peerUrl(pod)))
+          ?.isLearner;
       for (const pod of all.slice(1)) {
         await startPod(pod, path('scale', 'store'), false);
-        const joined = await pod.wrapper!.start();
+        const starting = pod.wrapper!.start();
+        if (pod === all[2]) {
+          // the sidecar killed once etcd-wrapper has its config, before etcd runs: the learner cannot have been
+          // promoted; the restarted sidecar finds it a learner and promotes it
+          await waitFor('the config', async () => pod.wrapper!.calls.some((c) => c.startsWith('/config 200')), 120_000);
+          await pod.sidecar!.kill();
+        }
+        const joined = await starting;
         expect(joined.config['initial-cluster-state']).toBe('existing');
+        if (pod === all[2]) {
+          expect(await learner(pod)).toBe(true);
+          await startPodSidecar(pod, path('scale', 'store'), false);
+        }
         await waitFor(
           `${pod.name} to be promoted`,
           async () => (await memberList({ endpoints: [clientUrl(all[0])] })).every((m) => !m.isLearner && m.name),
@@ -261,6 +279,10 @@ describe.each([
       }
       const members = await memberList({ endpoints: [clientUrl(all[0])] });
       expect(members.map((m) => m.name).sort()).toEqual(all.map(member));
+      for (const pod of all.slice(1)) {
+        expect(await pod.sidecar!.log()).toMatch(/promoted the learner to a voting member/);
+        expect(await metric(pod.sidecar!.url, 'etcd_snapshot_learner_promotions_total')).toBe(1);
+      }
       const revision = Number((await client.kv.range({ key: Buffer.from('/') })).header.revision);
       const prints = [];
       for (const pod of all) prints.push(await fingerprint(pod, revision));

@@ -84,7 +84,9 @@ export const initializationPart: SidecarPart<InitializationArgs> = {
       startEmptyWithoutBackup: args['start-empty-without-backup'],
     };
     return async (_assembly, context) => {
-      const { bootstrapInitializer, Initialization, servedConfig } = await import('./initialization.js');
+      const { bootstrapInitializer, Initialization, resumePromotion, servedConfig } = await import(
+        './initialization.js'
+      );
       const { LearnerPromotion } = await import('./learner-promotion.js');
       const promotion = new LearnerPromotion(base.connection, context.registry, context.logger);
       const options = {
@@ -99,6 +101,7 @@ export const initializationPart: SidecarPart<InitializationArgs> = {
           servedConfig(initialization),
           promotion,
           context,
+          resumePromotion(initialization, promotion, base.connection),
         ),
       ];
     };

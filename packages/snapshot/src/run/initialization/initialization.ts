@@ -1,5 +1,5 @@
 import { errorMessage, type Logger, OperationError } from '@etcd-steward/core/common';
-import { type EtcdConnection, memberStatus } from '@etcd-steward/core/etcd';
+import { type EtcdConnection, memberList, memberStatus } from '@etcd-steward/core/etcd';
 import type { ValidationMode } from '@etcd-steward/core/validation';
 import type { Component, ComponentContext, Route } from '../component.js';
 import { type InitializationSettings, initializationTarget } from './initialization-target.js';
@@ -53,7 +53,8 @@ export const bootstrapInitializer =
     });
     if (result.exitCode !== 0) throw new OperationError(`etcd must not start (${result.case}): ${result.reason}`);
     logger.info('initialization done', { case: result.case, steps: result.steps });
-    if (result.learnerId && target.cluster) {
+    // a member that restarts on its own data may still be a learner whose promotion a restart cut short
+    if (target.cluster && (result.learnerId || result.case === 'valid')) {
       promotion.promote(target.member, {
         ...target.cluster,
         endpoints: [...options.connection.endpoints, ...target.cluster.endpoints],
@@ -88,6 +89,8 @@ export class Initialization implements Component {
     private readonly config: () => Promise<string>,
     private readonly promotion: LearnerPromotion,
     context: ComponentContext,
+    /** At start: a learner of this pod left unpromoted by a restart of the sidecar is promoted. */
+    private readonly resume?: () => Promise<void>,
   ) {
     this.logger = context.logger;
     this.routes = [
@@ -134,7 +137,11 @@ export class Initialization implements Component {
     ];
   }
 
-  async start(): Promise<void> {}
+  async start(): Promise<void> {
+    this.resume?.().catch((err) =>
+      this.logger.warn('cannot look for a learner to promote', { reason: errorMessage(err) }),
+    );
+  }
 
   async stop(): Promise<void> {
     await this.promotion.stop();
@@ -154,3 +161,27 @@ export class Initialization implements Component {
     );
   }
 }
+
+/**
+ * The promotion resumed at the sidecar's start, for a learner whose promotion a restart of the sidecar cut short:
+ * with several members in druid's config file (or the member flags), the first member that answers is asked for
+ * its member list once; if it lists this pod's member as a learner, the promotion starts.
+ */
+export const resumePromotion =
+  (settings: InitializationSettings, promotion: LearnerPromotion, connection: EtcdConnection) =>
+  async (): Promise<void> => {
+    const target = await initializationTarget(settings).catch(() => undefined);
+    if (!target?.cluster) return;
+    const cluster = { ...target.cluster, endpoints: [...connection.endpoints, ...target.cluster.endpoints] };
+    // etcd's member list, not bootstrap's probe: bootstrap is loaded only when an initialization asks for it
+    const peers = target.member.initialAdvertisePeerUrls.split(',').map((u) => u.trim());
+    for (const endpoint of cluster.endpoints) {
+      const members = await memberList(cluster, { endpoint, timeoutMs: 2_000 }).catch(() => undefined);
+      if (!members) continue;
+      const self = members.find(
+        (m) => (m.name !== '' && m.name === target.member.name) || m.peerUrls.some((u) => peers.includes(u)),
+      );
+      if (self?.isLearner) promotion.promote(target.member, cluster);
+      return;
+    }
+  };

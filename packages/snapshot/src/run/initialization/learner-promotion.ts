@@ -1,4 +1,5 @@
-import { errorMessage, type Logger } from '@etcd-steward/core/common';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { errorMessage, type Logger, UsageError } from '@etcd-steward/core/common';
 import type { EtcdConnection } from '@etcd-steward/core/etcd';
 import { Counter, type Registry } from 'prom-client';
 
@@ -10,12 +11,16 @@ export interface LearnerToPromote {
 
 /** How long one promotion keeps asking before it gives up and starts over (etcd-wrapper may take a while). */
 const ROUND_MS = 10 * 60_000;
+/** The wait after a round that ended without an answer. */
+const RETRY_MS = 5_000;
 
 /**
  * Makes the learner that this sidecar's initialization added a voting member, as ebr does: etcd-wrapper starts
  * etcd after initialization, so this asks the cluster (bootstrap's promoteLearner: etcd refuses until the
  * learner's log has caught up) in the background until etcd agrees or the sidecar stops. A member that already
- * votes is left as it is. Says so in the log and in `etcd_snapshot_learner_promotions_total`.
+ * votes is left as it is, and one not in the member list is not waited for. Also asked at the sidecar's start,
+ * for a learner whose promotion a restart of the sidecar cut short. Says so in the log and in
+ * `etcd_snapshot_learner_promotions_total`.
  */
 export class LearnerPromotion {
   private readonly promotions: Counter;
@@ -64,10 +69,16 @@ export class LearnerPromotion {
         return;
       } catch (err) {
         if (signal.aborted) return;
+        if (err instanceof UsageError) {
+          // not in the member list (yet): the next initialization adds it and asks again
+          this.logger.info('this member is not in the cluster: nothing to promote', { member: member.name });
+          return;
+        }
         this.logger.warn('the learner is not promoted yet; trying again', {
           member: member.name,
           reason: errorMessage(err),
         });
+        await sleep(RETRY_MS, undefined, { signal }).catch(() => undefined);
       }
     }
   }
