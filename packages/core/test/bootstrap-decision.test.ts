@@ -37,6 +37,17 @@ describe('bootstrap decisions for members that etcd-wrapper starts one by one', 
     expect((await decide({ check: missing, empty: true, cluster, listed: true, unstarted: false })).case).toBe(
       'rejoin',
     );
+    // after a restore the others hold data outside their log, which it would never be sent: it rejoins
+    const backup = async () => ({ state: 'backup' as const, newestRevision: 9 });
+    const restored = await decide({
+      check: missing,
+      empty: true,
+      cluster,
+      listed: true,
+      unstarted: true,
+      store: backup,
+    });
+    expect(restored.case).toBe('rejoin');
   });
 
   it('no leader in a cluster that never had one: an empty member goes on as if none answered', async () => {

@@ -80,10 +80,12 @@ export async function decideBootstrap(facts: BootstrapFacts): Promise<BootstrapD
     return decided('valid', check.reason);
   }
   // restore needed: missing, damaged or stale
-  if (cluster?.state === 'quorum' && facts.empty && facts.unstarted) {
+  // Only for a cluster started from nothing: one restored from a snapshot holds data outside its raft log, which
+  // a member starting empty with the first members' log would never be sent (their logs match from the start).
+  if (cluster?.state === 'quorum' && facts.empty && facts.unstarted && (await facts.store()).state === 'empty') {
     return decided(
       'first-start',
-      `${check.reason}; the cluster lists this member, which has never started: it starts empty and the leader sends it the data`,
+      `${check.reason}; the cluster lists this member, which has never started, and the store holds no backup (the cluster started from nothing): it starts empty and the leader sends it the log`,
     );
   }
   if (cluster?.state === 'quorum') {
