@@ -41,10 +41,10 @@ function digest(value: Buffer): Buffer {
 }
 
 /**
- * The request came over the loopback interface from the address `localhost` resolves to: from a container of the
- * same pod (they share one network namespace), never from the network (Linux drops packets from outside that carry
- * a loopback source). Only 127.0.0.1 and ::1, which etcd-wrapper's `localhost` uses: the rest of 127.0.0.0/8 is
- * not taken as the pod's own.
+ * The request came over the loopback interface from 127.0.0.1 or ::1: from a container of the same pod (they share
+ * one network namespace), never from the network (Linux drops packets from outside that carry a loopback source).
+ * etcd-wrapper's calls come from there (druid maps its sidecar host to 127.0.0.1); the rest of 127.0.0.0/8 is not
+ * taken as the pod's own.
  */
 export function fromPodLoopback(request: IncomingMessage): boolean {
   const address = request.socket.remoteAddress;

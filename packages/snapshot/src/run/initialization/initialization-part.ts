@@ -1,8 +1,8 @@
 import { stat } from 'node:fs/promises';
 import { checkLocalDir, type MemberArgs, memberOptions, memberSettings } from '@etcd-steward/core/cli';
-import { UsageError } from '@etcd-steward/core/common';
-import { clusterMembers, parseEndpoints } from '@etcd-steward/core/etcd';
+import { parseEndpoints } from '@etcd-steward/core/etcd';
 import type { SidecarPart } from '../sidecar-part.js';
+import { distinctMembers, serviceEndpointsNeeded } from './initialization-target.js';
 
 export interface InitializationArgs extends MemberArgs {
   initialization: boolean;
@@ -65,14 +65,8 @@ export const initializationPart: SidecarPart<InitializationArgs> = {
       () => false,
       (err: NodeJS.ErrnoException) => err.code === 'ENOENT',
     );
-    if (
-      withoutFile &&
-      !serviceEndpoints &&
-      new Set(clusterMembers(member.initialCluster).map((m) => m.name)).size > 1
-    ) {
-      throw new UsageError(
-        `--initial-cluster names several members and there is no etcd config file at ${args['etcd-config-file']} (--etcd-config-file): give --service-endpoints (client URLs that reach the other members), so that initialization can ask the cluster`,
-      );
+    if (withoutFile && !serviceEndpoints && distinctMembers(member.initialCluster) > 1) {
+      throw serviceEndpointsNeeded(args['etcd-config-file']);
     }
     const initialization = {
       etcdConfigFile: args['etcd-config-file'],

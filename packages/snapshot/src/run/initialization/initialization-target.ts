@@ -61,17 +61,20 @@ export async function initializationTarget(
   }
   const target: InitializationTarget = { dataDir: settings.dataDir, member: settings.member };
   if (distinctMembers(settings.member.initialCluster) > 1) {
-    if (!settings.serviceEndpoints) {
-      throw new UsageError(
-        `--initial-cluster names several members and there is no etcd config file at ${settings.etcdConfigFile}: give --service-endpoints (client URLs that reach the other members), so that initialization can ask the cluster`,
-      );
-    }
+    if (!settings.serviceEndpoints) throw serviceEndpointsNeeded(settings.etcdConfigFile);
     target.cluster = { ...settings.connection, endpoints: settings.serviceEndpoints };
   }
   return target;
 }
 
 /** Members, not URLs: druid lists a member once a peer URL. */
-function distinctMembers(initialCluster: string): number {
+export function distinctMembers(initialCluster: string): number {
   return new Set(clusterMembers(initialCluster).map((m) => m.name)).size;
+}
+
+/** Several members in --initial-cluster and no config file: nothing says where the cluster is. */
+export function serviceEndpointsNeeded(etcdConfigFile: string): UsageError {
+  return new UsageError(
+    `--initial-cluster names several members and there is no etcd config file at ${etcdConfigFile} (--etcd-config-file): give --service-endpoints (client URLs that reach the other members), so that initialization can ask the cluster`,
+  );
 }

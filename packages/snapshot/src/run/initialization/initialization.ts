@@ -11,6 +11,13 @@ export type InitializationStatus = 'New' | 'Progress' | 'Successful' | 'Failed';
 /** Checks (and if need be restores) etcd's data dir before etcd starts. */
 export type Initializer = (mode: ValidationMode, failBelowRevision?: number) => Promise<void>;
 
+export interface InitializerOptions {
+  initialization: InitializationSettings & { startEmptyWithoutBackup: boolean };
+  store: string;
+  encryptionKeyFile?: string;
+  connection: EtcdConnection;
+}
+
 /**
  * ebr's initializer, as etcd-validate bootstrap decides it (docs/validate.md, Bootstrap), for the member that
  * druid's etcd config file names for this pod (else the member flags): the data dir checked in the mode asked;
@@ -19,13 +26,6 @@ export type Initializer = (mode: ValidationMode, failBelowRevision?: number) => 
  * data is bad and cannot be restored, when there is no data dir to check, and when etcd already runs: a running
  * etcd's data dir must not be checked or replaced.
  */
-export interface InitializerOptions {
-  initialization: InitializationSettings & { startEmptyWithoutBackup: boolean };
-  store: string;
-  encryptionKeyFile?: string;
-  connection: EtcdConnection;
-}
-
 export const bootstrapInitializer =
   (options: InitializerOptions, promotion: LearnerPromotion, logger: Logger): Initializer =>
   async (mode, failBelowRevision) => {
@@ -53,8 +53,7 @@ export const bootstrapInitializer =
     });
     if (result.exitCode !== 0) throw new OperationError(`etcd must not start (${result.case}): ${result.reason}`);
     logger.info('initialization done', { case: result.case, steps: result.steps });
-    // a member that restarts on its own data may still be a learner whose promotion a restart cut short
-    if (target.cluster && (result.learnerId || result.case === 'valid')) {
+    if (target.cluster && result.learnerId) {
       promotion.promote(target.member, {
         ...target.cluster,
         endpoints: [...options.connection.endpoints, ...target.cluster.endpoints],
