@@ -17,6 +17,7 @@ const LAYERS = [
   'copy',
   'replay',
   'validation',
+  'proof',
   'restore',
   'bootstrap',
   'compaction',
