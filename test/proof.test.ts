@@ -13,6 +13,7 @@ import {
 } from '@etcd-steward/core';
 import { startCluster, storeDeltas, type TestCluster, watchEvents, writeWorkload } from '@etcd-steward/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ebrLocalListing } from './ebr-local-listing.js';
 import { runProgram } from './run-program.js';
 import { etcdRevision, firstDelta, keyspaceOnceStored, type SidecarProcess, startSidecar } from './sidecar-helpers.js';
 import { tempDir } from './temp-dir.js';
