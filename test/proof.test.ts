@@ -201,5 +201,8 @@ describe('the backups proven against the live cluster', () => {
       revision: storeRevision,
       failures: { unprovable: 1 },
     });
+    // beside the snapshots, but none of them to ebr or to us
+    expect((await ebrLocalListing(at('store'))).some((path) => path.startsWith('proofs'))).toBe(false);
+    expect((await listSnapshots(new LocalStore(at('store')))).some((e) => e.name.startsWith('proofs'))).toBe(false);
   }, 60_000);
 });

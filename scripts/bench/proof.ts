@@ -43,7 +43,7 @@ if (!(await stat(join(dataDir, 'member')).catch(() => undefined))) {
     const loaded = Number((await client.kv.range({ key: Buffer.from([0]), limit: 1 })).header.revision);
     await loadConfigMaps(client, Math.floor(keys / 10), (i) => Buffer.from(`again ${i}:`.padEnd(1024, 'y')));
     for (let i = 0; i < keys / 100; i++) await client.delete().key(`/registry/configmaps/ns-${i % 100}/cm-${i * 7}`);
-    await compactHistory({ endpoints: [endpoint] }, loaded);
+    await compactHistory({ endpoints: [endpoint] }, loaded, { timeoutMs: 600_000 });
   });
 }
 const dbBytes = (await stat(db)).size;
