@@ -10,7 +10,14 @@ import {
   freePort,
 } from '@etcd-steward/core';
 import { runProgram } from './run-program.js';
-import { etcdRevision, type SidecarProcess, snapshotsReach, startSidecar, waitFor } from './sidecar-helpers.js';
+import {
+  etcdRevision,
+  firstDelta,
+  type SidecarProcess,
+  snapshotsReach,
+  startSidecar,
+  waitFor,
+} from './sidecar-helpers.js';
 import { switchableStore } from './switchable-store.js';
 
 /**
@@ -177,6 +184,7 @@ export async function runFaultRun(options: {
   const sidecarOptions = { endpoint, store: store.url, dir: at('sidecar'), port: sidecarPort };
   let sidecar: SidecarProcess | undefined = await startSidecar(sidecarOptions);
   const writer = startFaultWriter(endpoint, seed);
+  await firstDelta(sidecar.url);
   const scratch = at('scratch');
   await mkdir(scratch, { recursive: true });
 
@@ -250,10 +258,10 @@ export async function runFaultRun(options: {
           }
           break;
         case 'compact-program':
-          await program('etcd-compact', ['--store', store.url, '--temp-dir', scratch, '--lock-settle', '0s']);
+          await program('etcd-compact', ['--store', store.url, '--temp-dir', scratch, '--lock-settle', '1s']);
           break;
         case 'gc-program':
-          await program('etcd-gc', ['--store', store.url, '--keep-last', '1', '--lock-settle', '0s']);
+          await program('etcd-gc', ['--store', store.url, '--keep-last', '1', '--lock-settle', '1s']);
           break;
       }
       if (i === 2 * Math.floor(options.steps / 2) - 1) await checkpoint('midway');
