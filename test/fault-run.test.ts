@@ -5,7 +5,7 @@ import { tempDir } from './temp-dir.js';
 const at = tempDir('fault-run-');
 
 /**
- * The randomized fault run (fault-run.ts, docs/proof.md §6), bounded for CI: FAULT_RUN_SEED replays a run,
+ * The randomized fault run (fault-run.ts, docs/proof.md §5), bounded for CI: FAULT_RUN_SEED replays a run,
  * FAULT_RUN_STEPS makes it longer. The seed and the schedule are printed first, and again with a failure.
  */
 it('a random schedule of faults leaves a store that restores and proves against etcd', async () => {

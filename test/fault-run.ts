@@ -21,7 +21,7 @@ import {
 import { switchableStore } from './switchable-store.js';
 
 /**
- * A randomized fault run with the proof as its oracle (docs/proof.md §6): one etcd member, its sidecar, a writer
+ * A randomized fault run with the proof as its oracle (docs/proof.md §5): one etcd member, its sidecar, a writer
  * (puts, deletes, txns, leases), and a schedule drawn from a seed of: the sidecar killed (SIGKILL) and restarted,
  * etcd killed and restarted, the store gone for a while, a compaction by etcd, a defragmentation, a full snapshot
  * asked for, etcd-compact and etcd-gc run on the store. Midway and at the end the store's newest chain is restored
