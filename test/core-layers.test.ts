@@ -104,6 +104,7 @@ const COMPONENTS = [
   'snapshotting',
   'maintenance',
   'garbage-collection',
+  'proof-record',
   'kubernetes',
   'initialization',
   'api',

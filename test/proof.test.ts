@@ -1,4 +1,4 @@
-import { cp, readFile } from 'node:fs/promises';
+import { cp, readFile, writeFile } from 'node:fs/promises';
 import {
   type CatalogEntry,
   compactHistory,
@@ -15,7 +15,15 @@ import { startCluster, storeDeltas, type TestCluster, watchEvents, writeWorkload
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ebrLocalListing } from './ebr-local-listing.js';
 import { runProgram } from './run-program.js';
-import { etcdRevision, firstDelta, keyspaceOnceStored, type SidecarProcess, startSidecar } from './sidecar-helpers.js';
+import {
+  etcdRevision,
+  firstDelta,
+  keyspaceOnceStored,
+  metric,
+  type SidecarProcess,
+  startSidecar,
+  waitFor,
+} from './sidecar-helpers.js';
 import { tempDir } from './temp-dir.js';
 
 const at = tempDir('proof-');
@@ -112,6 +120,43 @@ describe('the backups proven against the live cluster', () => {
     expect(report).toMatchObject({ outcome: 'proven', revision: storeRevision, proof: { verdict: 'proven' } });
     expect(report.proof.compactRevision).toBeGreaterThan(0);
     expect(report.proof.members[0].equal).toBe(true);
+  }, 60_000);
+
+  it("the restore drill's record shows in the sidecar's metrics", async () => {
+    // the drill as deploy/proof-cronjob.yaml runs it
+    const drill = await verify(at('store'), cluster.endpoints, '--record', '--output', 'json');
+    expect(drill.code).toBe(0);
+    const watcher = await startSidecar({
+      endpoint: cluster.endpoints[0],
+      store: `file://${at('store')}`,
+      dir: at('sidecar-metrics'),
+      args: ['--proof-record-period', '1s'],
+    });
+    try {
+      await waitFor('the proven revision in the metrics', async () =>
+        (await metric(watcher.url, 'etcd_snapshot_backup_proven_revision')) === storeRevision ? true : undefined,
+      );
+      const proven = await metric(watcher.url, 'etcd_snapshot_backup_proven_timestamp_seconds');
+      expect(Math.abs((proven ?? 0) - Date.now() / 1000)).toBeLessThan(120);
+      expect(await metric(watcher.url, 'etcd_snapshot_backup_proof_last_outcome', 'outcome="proven"')).toBe(1);
+      expect(await metric(watcher.url, 'etcd_snapshot_backup_proof_failures_total', 'outcome="mismatch"')).toBe(0);
+      // a drill that cannot prove: the sidecar counts it, and keeps the last proven revision
+      const record = JSON.parse(await readFile(at('store', 'proofs', 'latest.json'), 'utf8'));
+      await writeFile(
+        at('store', 'proofs', 'latest.json'),
+        JSON.stringify({ ...record, outcome: 'mismatch', failures: { mismatch: 1 } }),
+      );
+      await waitFor('the failure in the metrics', async () =>
+        (await metric(watcher.url, 'etcd_snapshot_backup_proof_failures_total', 'outcome="mismatch"')) === 1
+          ? true
+          : undefined,
+      );
+      expect(await metric(watcher.url, 'etcd_snapshot_backup_proof_last_outcome', 'outcome="mismatch"')).toBe(1);
+      expect(await metric(watcher.url, 'etcd_snapshot_backup_proven_revision')).toBe(storeRevision);
+      await writeFile(at('store', 'proofs', 'latest.json'), JSON.stringify(record));
+    } finally {
+      expect(await watcher.stop()).toBe(0);
+    }
   }, 60_000);
 
   it('proves it as etcd-restore --verify-against restores it', async () => {
