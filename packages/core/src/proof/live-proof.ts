@@ -114,14 +114,14 @@ export async function proveDbAgainstCluster(options: DbProofOptions): Promise<Pr
   ]
     .filter(Boolean)
     .join('; ');
-  const hashes_ = `etcd at ${differing.endpoint} hashes revision ${revision} (compacted at ${differing.compactRevision}) as ${differing.hash}, the backup as ${differing.backupHash}`;
+  const hashLine = `etcd at ${differing.endpoint} hashes revision ${revision} (compacted at ${differing.compactRevision}) as ${differing.hash}, the backup as ${differing.backupHash}`;
   return {
     ...report,
     verdict: foreign ? 'foreign' : 'mismatch',
     difference,
     reason: foreign
-      ? `no revision of ${difference.revisionsCompared} since the cluster's compaction is the same in the backup: the store holds another cluster's history (or this cluster was rebuilt); ${hashes_}${where ? `; first difference at ${where}` : ''}`
-      : `${hashes_}${where ? `; first difference at ${where}` : '; no differing key or revision found (rows the history no longer shows)'}`,
+      ? `no revision of ${difference.revisionsCompared} since the cluster's compaction is the same in the backup: the store holds another cluster's history (or this cluster was rebuilt); ${hashLine}${where ? `; first difference at ${where}` : ''}`
+      : `${hashLine}${where ? `; first difference at ${where}` : '; no differing key or revision found (rows the history no longer shows)'}`,
     exitCode: foreign ? PROOF_EXIT_CODES.foreign : PROOF_EXIT_CODES.mismatch,
   };
 }

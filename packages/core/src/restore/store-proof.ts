@@ -97,7 +97,12 @@ export async function proveStore(options: StoreProofOptions): Promise<StoreProof
         exitCode: PROOF_EXIT_CODES.notRestorable,
       };
     } else {
-      if (options.record) await record(options, { outcome: 'failed', reason: errorMessage(err) }, logger);
+      // The drill's own failure is recorded too, but what failed is what the caller hears about.
+      if (options.record) {
+        await record(options, { outcome: 'failed', reason: errorMessage(err) }, logger).catch((recordErr) =>
+          logger.error(errorMessage(recordErr)),
+        );
+      }
       throw err;
     }
   } finally {
