@@ -6,6 +6,7 @@ import {
   type DeltaEvent,
   encodeDelta,
   fetchDelta,
+  freePort,
   LocalStore,
   listSnapshots,
   readDeltaEvents,
@@ -166,10 +167,12 @@ describe('the backups proven against the live cluster', () => {
       '--data-dir',
       at('restored'),
       '--verify-against',
-      cluster.endpoints[0],
+      // a member down: the proof stands on those that answer, and says which did not
+      `${cluster.endpoints[0]},http://127.0.0.1:${await freePort()}`,
     ]);
     expect(result.code).toBe(0);
-    expect(result.stdout).toMatch(/proven revision \d+/);
+    expect(result.stdout).toMatch(/proven revision \d+ against 1 member/);
+    expect(result.stdout).toMatch(/http:\/\/127.0.0.1:\d+: did not answer/);
   }, 60_000);
 
   it('fails naming the key when one delta row was altered', async () => {

@@ -27,7 +27,11 @@ export interface DbProofOptions {
 export async function proveDbAgainstCluster(options: DbProofOptions): Promise<ProofReport> {
   const logger = options.logger ?? silentLogger;
   const { revision, compactRevision: backupCompactRevision } = dbHistory(options.dbFile);
-  const base = { revision, backupCompactRevision, members: [] as MemberProof[] };
+  const base: Pick<ProofReport, 'revision' | 'backupCompactRevision' | 'members' | 'unreachable'> = {
+    revision,
+    backupCompactRevision,
+    members: [],
+  };
   const unprovable = (reason: string, extra: Partial<ProofReport> = {}): ProofReport => ({
     ...base,
     ...extra,
@@ -37,13 +41,18 @@ export async function proveDbAgainstCluster(options: DbProofOptions): Promise<Pr
   });
 
   const answers: MemberHashKV[] = [];
+  // A member down does not stop the proof: the others prove the same history (etcd's corruption check compares
+  // them). Those that did not answer are reported; none answering is a failure.
+  const unreachable: Array<{ endpoint: string; reason: string }> = [];
   for (const endpoint of options.connection.endpoints) {
     options.signal?.throwIfAborted();
     try {
       answers.push(await memberHashKV(options.connection, revision, { endpoint }));
     } catch (err) {
       if (!(err instanceof HashKVUnavailableError)) {
-        throw new OperationError(`cannot ask etcd at ${endpoint} for its hash: ${errorMessage(err)}`, { cause: err });
+        logger.warn('a member did not answer for its hash', { endpoint, reason: errorMessage(err) });
+        unreachable.push({ endpoint, reason: errorMessage(err) });
+        continue;
       }
       return unprovable(
         err.reason === 'compacted'
@@ -52,6 +61,12 @@ export async function proveDbAgainstCluster(options: DbProofOptions): Promise<Pr
       );
     }
   }
+  if (answers.length === 0) {
+    throw new OperationError(
+      `no member answered for its hash: ${unreachable.map((u) => `${u.endpoint}: ${u.reason}`).join('; ')}`,
+    );
+  }
+  if (unreachable.length > 0) base.unreachable = unreachable;
   const clusterIds = new Set(answers.map((a) => a.clusterId));
   if (clusterIds.size > 1) {
     throw new OperationError(

@@ -20,6 +20,7 @@ export function formatProofReport(report: ProofReport): string[] {
       `  ${m.endpoint} (member ${m.memberId}): hash ${m.hash} ${m.equal ? '=' : '≠'} backup ${m.backupHash}, compacted at ${m.compactRevision}`,
     );
   }
+  for (const u of report.unreachable ?? []) lines.push(`  ${u.endpoint}: did not answer (${u.reason})`);
   const d = report.difference;
   if (d?.key) lines.push(`  first differing key ${d.key.key}: cluster ${d.key.cluster}; backup ${d.key.backup}`);
   if (d?.revision) {

@@ -54,6 +54,8 @@ export interface ProofReport {
   backupCompactRevision: number;
   clusterId?: string;
   members: MemberProof[];
+  /** Members that did not answer (down, unreachable): the proof stands on the others. */
+  unreachable?: Array<{ endpoint: string; reason: string }>;
   /** Why the verdict is not `proven`, in words. */
   reason?: string;
   difference?: ProofDifference;
