@@ -1,4 +1,4 @@
-import { cp, readFile, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readFile, writeFile } from 'node:fs/promises';
 import {
   type CatalogEntry,
   compactHistory,
@@ -12,10 +12,18 @@ import {
   readDeltaEvents,
   takeFullSnapshot,
 } from '@etcd-steward/core';
-import { startCluster, storeDeltas, type TestCluster, watchEvents, writeWorkload } from '@etcd-steward/testing';
+import {
+  makeTestCertificates,
+  startCluster,
+  storeDeltas,
+  type TestCluster,
+  watchEvents,
+  writeWorkload,
+} from '@etcd-steward/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ebrLocalListing } from './ebr-local-listing.js';
 import { runProgram } from './run-program.js';
+import { startKubeApiServer } from './servers/kube-apiserver.js';
 import {
   etcdRevision,
   firstDelta,
@@ -127,13 +135,36 @@ describe('the backups proven against the live cluster', () => {
     // the drill as deploy/proof-cronjob.yaml runs it
     const drill = await verify(at('store'), cluster.endpoints, '--record', '--output', 'json');
     expect(drill.code).toBe(0);
+    // the EtcdMember's BackupProven condition follows the record too
+    await mkdir(at('certificates'), { recursive: true });
+    const kube = await startKubeApiServer(await makeTestCertificates(at('certificates')));
+    await kube.writeKubeconfig(at('kubeconfig'));
+    const backupProven = () =>
+      (
+        kube.get('etcdmembers', 'shoot--dev', 'etcd-main-0')?.status as
+          | { conditions?: { type: string; status: string; reason: string }[] }
+          | undefined
+      )?.conditions?.find((c) => c.type === 'BackupProven');
     const watcher = await startSidecar({
       endpoint: cluster.endpoints[0],
       store: `file://${at('store')}`,
       dir: at('sidecar-metrics'),
-      args: ['--proof-record-period', '1s'],
+      args: [
+        '--proof-record-period',
+        '1s',
+        '--etcd-member-resource',
+        '--k8s-heartbeat-duration',
+        '1s',
+        '--kubeconfig',
+        at('kubeconfig'),
+      ],
+      env: { ...process.env, POD_NAME: 'etcd-main-0', POD_NAMESPACE: 'shoot--dev' },
     });
     try {
+      await waitFor('BackupProven True on the EtcdMember', async () =>
+        backupProven()?.status === 'True' ? true : undefined,
+      );
+      expect(backupProven()).toMatchObject({ reason: 'Proven' });
       await waitFor('the proven revision in the metrics', async () =>
         (await metric(watcher.url, 'etcd_snapshot_backup_proven_revision')) === storeRevision ? true : undefined,
       );
@@ -154,9 +185,14 @@ describe('the backups proven against the live cluster', () => {
       );
       expect(await metric(watcher.url, 'etcd_snapshot_backup_proof_last_outcome', 'outcome="mismatch"')).toBe(1);
       expect(await metric(watcher.url, 'etcd_snapshot_backup_proven_revision')).toBe(storeRevision);
+      await waitFor('BackupProven False on the EtcdMember', async () =>
+        backupProven()?.status === 'False' ? true : undefined,
+      );
+      expect(backupProven()).toMatchObject({ reason: 'Mismatch' });
       await writeFile(at('store', 'proofs', 'latest.json'), JSON.stringify(record));
     } finally {
       expect(await watcher.stop()).toBe(0);
+      await kube.stop();
     }
   }, 60_000);
 

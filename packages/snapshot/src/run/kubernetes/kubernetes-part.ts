@@ -95,7 +95,7 @@ export const kubernetesPart: SidecarPart<KubernetesArgs> = {
     const client = KubeClient.load(args.kubeconfig);
 
     // The publisher first, so that it stops last, after the components that feed it.
-    return async ({ leadership, snapshotter }, context) => {
+    return async ({ leadership, snapshotter, proofRecord }, context) => {
       const { KubePublisher } = await import('./kube-publisher.js');
       const publisher = new KubePublisher(context);
       const components: Component[] = [publisher];
@@ -112,7 +112,12 @@ export const kubernetesPart: SidecarPart<KubernetesArgs> = {
       }
       if (etcdMember) {
         const { EtcdMemberStatusPublisher } = await import('./etcd-member-status-publisher.js');
-        components.push(new EtcdMemberStatusPublisher(heartbeat));
+        const { backupProvenCondition } = await import('../proof-record/backup-proven-condition.js');
+        const proof = () => {
+          const record = proofRecord?.();
+          return record ? [backupProvenCondition(record)] : [];
+        };
+        components.push(new EtcdMemberStatusPublisher(heartbeat, proof));
       }
       return components;
     };

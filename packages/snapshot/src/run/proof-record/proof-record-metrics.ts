@@ -81,6 +81,11 @@ export class ProofRecordMetrics implements Component {
     });
   }
 
+  /** The record as last read; undefined before a drill wrote one. */
+  get latest(): ProofRecord | undefined {
+    return this.record;
+  }
+
   async start(): Promise<void> {
     const tick = () => {
       this.reading ??= this.read().finally(() => {

@@ -23,8 +23,11 @@ export const proofRecordPart: SidecarPart<ProofRecordArgs> = {
   configure(args) {
     const periodMs = parseDuration(args['proof-record-period'], 'proof-record-period');
     if (periodMs === 0) return undefined;
-    return async (assembly, context) => [
-      new (await import('./proof-record-metrics.js')).ProofRecordMetrics({ store: assembly.store, periodMs }, context),
-    ];
+    return async (assembly, context) => {
+      const { ProofRecordMetrics } = await import('./proof-record-metrics.js');
+      const metrics = new ProofRecordMetrics({ store: assembly.store, periodMs }, context);
+      assembly.proofRecord = () => metrics.latest;
+      return [metrics];
+    };
   },
 };
