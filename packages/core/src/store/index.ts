@@ -4,6 +4,7 @@
  * May use: common/, format/.
  */
 export type { AzureStore } from './azure/azure-store.js';
+export { type EbrStoreFlags, ebrStoreUrl } from './ebr-store-env.js';
 export { EncryptedStore, METADATA_ENCRYPTION_KEY_ID, wasDecrypted } from './encrypted-store.js';
 export type { GcsStore } from './gcs/gcs-store.js';
 export { cleanupIncompleteUploads } from './incomplete-uploads.js';
