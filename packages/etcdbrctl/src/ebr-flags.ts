@@ -162,7 +162,7 @@ function storeFlags(prefix: '' | 'source-' | 'secondary-', commands: readonly Eb
         prefix === ''
           ? {
               special:
-                'our scratch folder (`--temp-dir`); the sidecar also keeps its spool in `<dir>/etcd-steward-spool`',
+                "compact: `--temp-dir`; server and snapshot: `--spool-dir=<dir>/etcd-steward-spool` (the sidecar's scratch space is in the spool); created when missing, as ebr",
             }
           : ignored('one scratch folder serves both stores: `--snapstore-temp-directory`'),
     },

@@ -172,9 +172,9 @@ function special(command: EbrCommand, given: Map<string, string>, env: NodeJS.Pr
   const tempDir = given.get('snapstore-temp-directory') ?? '/tmp';
   run.createDirs.push(tempDir);
   if (sidecar) {
-    // The spool lives beside ebr's temporary files, on the volume the pod's user can write (etcd's data volume
-    // under etcd-druid), and survives restarts there.
-    run.args.push(`--temp-dir=${tempDir}`, `--spool-dir=${tempDir.replace(/\/+$/, '')}/etcd-steward-spool`);
+    // The spool lives where ebr keeps its temporary files, on the volume the pod's user can write (etcd's data
+    // volume under etcd-druid), and survives restarts there; the sidecar's scratch space is inside it by default.
+    run.args.push(`--spool-dir=${tempDir.replace(/\/+$/, '')}/etcd-steward-spool`);
   } else if (command === 'compact') {
     run.args.push(`--temp-dir=${tempDir}`);
   }

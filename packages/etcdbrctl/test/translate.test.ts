@@ -160,7 +160,6 @@ describe('translate', () => {
         '--enable-member-lease-renewal=true',
         '--k8s-heartbeat-duration=10s',
         '--data-dir=/var/etcd/data/new.etcd',
-        '--temp-dir=/var/etcd/data/temp',
         '--spool-dir=/var/etcd/data/temp/etcd-steward-spool',
       ]),
     );
