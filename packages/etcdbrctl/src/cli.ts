@@ -16,8 +16,12 @@ Usage: etcdbrctl COMMAND [ebr's flags]
 Commands:
 ${commands}
 
+Options:
+  --help, -h     this text; etcdbrctl COMMAND --help lists a command's flags
+  --version, -v  the toolkit's version
+
 Every flag of etcd-backup-restore v0.23 to v0.43 is accepted with ebr's meaning; those with no effect here are
-named in one log line at start. etcdbrctl COMMAND --help lists a command's flags.
+named in one log line at start.
 `;
 }
 

@@ -19,7 +19,7 @@ export const EBR_ENVIRONMENT: readonly EbrVariable[] = [
   {
     name: 'HOME',
     meaning: 'a `Local` store lives in `$HOME/<container>/<prefix>` (ebr v0.25 and later)',
-    here: 'the same; the image sets HOME to `/home/nonroot`, where etcd-druid mounts Local buckets',
+    here: "the same (without HOME, the user's home in /etc/passwd); the image gives uid 65532 `/home/nonroot`, where etcd-druid mounts Local buckets",
   },
   {
     name: 'POD_NAME',
