@@ -53,7 +53,10 @@ async function main(argv: string[]): Promise<number> {
   }
   const run = translate(command, rest, process.env);
   if (run.noEffect.length > 0) {
-    logger.info(`accepted with no effect here: ${run.noEffect.map((n) => `--${n.flag} (${n.reason})`).join('; ')}`);
+    // One line, the flags that share a reason together.
+    const byReason = Map.groupBy(run.noEffect, (n) => n.reason);
+    const parts = [...byReason].map(([reason, flags]) => `${flags.map((f) => `--${f.flag}`).join(', ')} (${reason})`);
+    logger.info(`accepted with no effect here: ${parts.join('; ')}`);
   }
   // ebr creates its scratch folder when it is missing; so does etcdbrctl, for the user the pod runs as.
   for (const dir of run.createDirs) await mkdir(dir, { recursive: true, mode: 0o700 });

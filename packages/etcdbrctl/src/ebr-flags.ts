@@ -695,7 +695,7 @@ export const EBR_FLAGS: readonly EbrFlag[] = [
     ebrDefault: 'false',
     versions: 'v0.30.2+',
     meaning: 'serve what etcd-wrapper asks for',
-    effect: ignored('the sidecar always serves `/initialization/*` and `/config` as etcd-wrapper calls them'),
+    effect: ignored('the sidecar always serves what etcd-wrapper calls (`/initialization/*`)'),
   },
   ...(['secondary-backup-sync-enabled', 'secondary-backup-sync-period'] as const).map(
     (name): EbrFlag => ({
