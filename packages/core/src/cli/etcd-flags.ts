@@ -1,7 +1,7 @@
 import { access, constants, readFile, stat } from 'node:fs/promises';
 import type { Argv } from 'yargs';
 import { UsageError } from '../common/errors.js';
-import { type EtcdConnection, parseEndpoints } from '../etcd/etcd-client.js';
+import { type EtcdConnection, parseEndpoints, type TlsMaterial } from '../etcd/etcd-client.js';
 
 /** The flags every program that talks to etcd takes, the same everywhere. */
 export function etcdOptions<T>(y: Argv<T>) {
@@ -49,10 +49,18 @@ export async function etcdConnection(args: EtcdArgs): Promise<EtcdConnection> {
   if ((args.cert === undefined) !== (args.key === undefined)) {
     throw new UsageError('--cert and --key go together: give both for client-certificate auth, or neither');
   }
-  for (const flag of ['cacert', 'cert', 'key'] as const) {
-    if (args[flag] !== undefined) await checkReadableFile(args[flag], `--${flag}`);
+  const tls: TlsMaterial = {};
+  for (const [flag, part] of [
+    ['cacert', 'ca'],
+    ['cert', 'cert'],
+    ['key', 'key'],
+  ] as const) {
+    const path = args[flag];
+    if (path === undefined) continue;
+    await checkReadableFile(path, `--${flag}`);
+    tls[part] = await readFile(path);
   }
-  return { endpoints, cacert: args.cacert, cert: args.cert, key: args.key, ...(await credentials(args)) };
+  return { endpoints, cacert: args.cacert, cert: args.cert, key: args.key, tls, ...(await credentials(args)) };
 }
 
 async function credentials(args: EtcdArgs): Promise<{ username?: string; password?: string }> {
