@@ -27,6 +27,8 @@ const NAMESPACE = 'test-ns';
 /** The user etcd-druid runs the backup-restore container as. */
 const POD_USER = 65532;
 const asPodUser = process.getuid?.() === 0;
+/** The member Lease druid reads for the pod etcd-test-0 of an Etcd whose member name prefix is `shoot`. */
+const MEMBER_LEASE = 'shoot-etcd-test-0';
 
 /** druid's argument list, the subcommand first, as in test/fixtures/druid/. */
 async function druidArgs(file: string): Promise<string[]> {
@@ -105,10 +107,18 @@ describe('etcdbrctl with the argument lists etcd-druid v0.37.1 renders', () => {
     const kubeconfig = at('kubeconfig');
     await kube.writeKubeconfig(kubeconfig);
     await chmod(kubeconfig, 0o644);
+    // etcd's config file as druid's ConfigMap gives it (the parts the sidecar reads), with a member name prefix:
+    // druid then names the member Lease <prefix>-<pod>.
+    const etcdConfig = at('etcd.conf.yaml');
+    await writeFile(
+      etcdConfig,
+      'name: shoot-etcd-test-0\nmember-name-prefix: shoot\ninitial-advertise-peer-urls:\n  shoot-etcd-test-0:\n  - http://etcd-test-0.etcd-test-peer.test-ns.svc:2380\n',
+      { mode: 0o644 },
+    );
     // What druid creates before the pod starts: the member Lease and the two snapshot Leases, with no holder.
-    for (const name of ['etcd-test-0', 'etcd-test-full-snap', 'etcd-test-delta-snap']) {
+    for (const name of [MEMBER_LEASE, 'etcd-test-full-snap', 'etcd-test-delta-snap']) {
       kube.put('leases', NAMESPACE, name, (lease) => {
-        lease.spec = { leaseDurationSeconds: name === 'etcd-test-0' ? 40 : 3600 };
+        lease.spec = { leaseDurationSeconds: name === MEMBER_LEASE ? 40 : 3600 };
       });
     }
     const env: NodeJS.ProcessEnv = {
@@ -120,6 +130,7 @@ describe('etcdbrctl with the argument lists etcd-druid v0.37.1 renders', () => {
       AWS_APPLICATION_CREDENTIALS: secret,
       AWS_EC2_METADATA_DISABLED: 'true',
       KUBECONFIG: kubeconfig,
+      ETCD_CONF: etcdConfig,
       // Not an argument: the test binds the sidecar's HTTP server to loopback through our own variable.
       ETCD_STEWARD_SERVER_HOST: '127.0.0.1',
     };
@@ -178,11 +189,11 @@ describe('etcdbrctl with the argument lists etcd-druid v0.37.1 renders', () => {
         spec(kube.get('leases', NAMESPACE, 'etcd-test-delta-snap')).holderIdentity === String(delta.lastRevision),
     );
 
-    // The member Lease: druid's name (the pod's, no member name prefix here), <member>:<cluster>:<role>.
+    // The member Lease: druid's name, <member>:<cluster>:<role>.
     const status = await memberStatus({ endpoints: [endpoint] });
     await waitFor(
       'the member Lease',
-      async () => spec(kube.get('leases', NAMESPACE, 'etcd-test-0')).holderIdentity === memberHolderIdentity(status),
+      async () => spec(kube.get('leases', NAMESPACE, MEMBER_LEASE)).holderIdentity === memberHolderIdentity(status),
     );
     expect(memberHolderIdentity(status)).toMatch(/^[0-9a-f]+:[0-9a-f]+:Leader$/);
 
@@ -208,8 +219,8 @@ describe('etcdbrctl with the argument lists etcd-druid v0.37.1 renders', () => {
     expect(spec(kube.get('leases', NAMESPACE, 'etcd-test-delta-snap')).holderIdentity).toBe(String(delta.lastRevision));
     expect((await newest('Incr'))?.name).toBe(delta.name);
 
-    // The peer-TLS annotation druid waits for when it turns peer TLS on: no etcd config file here, so false.
-    expect(kube.get('leases', NAMESPACE, 'etcd-test-0')?.metadata.annotations).toMatchObject({
+    // The peer-TLS annotation druid waits for when it turns peer TLS on: the member's peer URL is http.
+    expect(kube.get('leases', NAMESPACE, MEMBER_LEASE)?.metadata.annotations).toMatchObject({
       'member.etcd.gardener.cloud/tls-enabled': 'false',
     });
 

@@ -5,7 +5,7 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import type { EtcdStatus } from '../src/etcd/index.js';
 import { memberHolderIdentity } from '../src/kubernetes/member-lease.js';
 import { memberLeaseIdentity, PEER_TLS_ANNOTATION } from '../src/kubernetes/member-lease-identity.js';
-import { renewedSnapshotLease } from '../src/kubernetes/snapshot-lease.js';
+import { renewedDeltaSnapshotLease, renewedSnapshotLease } from '../src/kubernetes/snapshot-lease.js';
 
 const where = { name: 'full-snapshot-revisions', namespace: 'shoot' };
 const status = (memberId: string, leader: string): EtcdStatus => ({
@@ -86,5 +86,38 @@ describe("the member Lease as druid names and reads it (etcd's config file)", ()
     await expect(memberLeaseIdentity('etcd-0', { ETCD_CONF: '/nonexistent/etcd.conf.yaml' })).rejects.toThrow(
       /ETCD_CONF/,
     );
+  });
+});
+
+describe('the delta-snapshot lease, renewed every delta period as ebr renews it', () => {
+  const where = { name: 'delta-snapshot-revisions', namespace: 'shoot' };
+  const now = new Date('2026-11-24T10:00:00Z');
+  const lease = (holderIdentity?: string) => ({
+    metadata: { ...where, resourceVersion: '3' },
+    spec: { holderIdentity },
+  });
+
+  it('always takes the time; the revision only when newer; 0 for a lease with no holder and no delta', () => {
+    expect(renewedDeltaSnapshotLease(lease('40'), where, 42, now).spec).toMatchObject({
+      holderIdentity: '42',
+      renewTime: now,
+    });
+    // Idle (no new delta) or behind a newer writer: the holder stays, the time moves on.
+    expect(renewedDeltaSnapshotLease(lease('50'), where, 42, now).spec).toMatchObject({
+      holderIdentity: '50',
+      renewTime: now,
+    });
+    expect(renewedDeltaSnapshotLease(lease('50'), where, undefined, now).spec).toMatchObject({
+      holderIdentity: '50',
+      renewTime: now,
+    });
+    expect(renewedDeltaSnapshotLease(lease(), where, undefined, now).spec).toMatchObject({
+      holderIdentity: '0',
+      renewTime: now,
+    });
+    expect(renewedDeltaSnapshotLease(undefined, where, 7, now)).toMatchObject({
+      metadata: where,
+      spec: { holderIdentity: '7', renewTime: now },
+    });
   });
 });

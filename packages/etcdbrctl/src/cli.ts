@@ -54,8 +54,9 @@ async function main(argv: string[]): Promise<number> {
   const run = translate(command, rest, process.env);
   if (run.noEffect.length > 0) {
     // One line, the flags that share a reason together.
-    const byReason = Map.groupBy(run.noEffect, (n) => n.reason);
-    const parts = [...byReason].map(([reason, flags]) => `${flags.map((f) => `--${f.flag}`).join(', ')} (${reason})`);
+    const byReason = new Map<string, string[]>();
+    for (const { flag, reason } of run.noEffect) byReason.set(reason, [...(byReason.get(reason) ?? []), `--${flag}`]);
+    const parts = [...byReason].map(([reason, flags]) => `${flags.join(', ')} (${reason})`);
     logger.info(`accepted with no effect here: ${parts.join('; ')}`);
   }
   // ebr creates its scratch folder when it is missing; so does etcdbrctl, for the user the pod runs as.
