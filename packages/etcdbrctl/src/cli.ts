@@ -1,8 +1,8 @@
 import { mkdir } from 'node:fs/promises';
-import { createLogger, errorMessage, StewardError, toolkitVersion } from '@etcd-steward/core';
-import { renewFullSnapshotLease } from './compact-lease.js';
+// Core's folders one by one, and the rest when needed: etcdbrctl starts fast and becomes the program.
+import { createLogger, errorMessage, StewardError, UsageError } from '@etcd-steward/core/common';
 import { EBR_COMMANDS, EBR_FLAGS, type EbrCommand } from './ebr-flags.js';
-import { runProgram } from './program-bin.js';
+import { becomeProgram, runProgram } from './program-bin.js';
 import { isEbrCommand, programOf, translate } from './translate.js';
 
 const logger = createLogger();
@@ -40,6 +40,7 @@ async function main(argv: string[]): Promise<number> {
     return command === undefined ? 2 : 0;
   }
   if (command === '--version' || command === '-v') {
+    const { toolkitVersion } = await import('@etcd-steward/core/cli');
     process.stdout.write(`${toolkitVersion}\n`);
     return 0;
   }
@@ -60,9 +61,18 @@ async function main(argv: string[]): Promise<number> {
     logger.info(`accepted with no effect here: ${parts.join('; ')}`);
   }
   // ebr creates its scratch folder when it is missing; so does etcdbrctl, for the user the pod runs as.
-  for (const dir of run.createDirs) await mkdir(dir, { recursive: true, mode: 0o700 });
-  const code = await runProgram(run.program, run.args, { ...process.env, ...run.env });
-  if (code === 0 && run.fullSnapshotLease && run.store) {
+  for (const dir of run.createDirs) {
+    await mkdir(dir, { recursive: true, mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
+      throw new UsageError(
+        `--snapstore-temp-directory ${dir}: cannot create it (${err.code ?? err.message}); give a folder the pod's user can write`,
+      );
+    });
+  }
+  const env = { ...process.env, ...run.env };
+  if (!run.fullSnapshotLease) return becomeProgram(run.program, run.args, env);
+  const code = await runProgram(run.program, run.args, env);
+  if (code === 0 && run.store) {
+    const { renewFullSnapshotLease } = await import('./compact-lease.js');
     await renewFullSnapshotLease({ store: run.store, leaseName: run.fullSnapshotLease, env: process.env }, logger);
   }
   return code;

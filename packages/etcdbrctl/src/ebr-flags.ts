@@ -1,6 +1,7 @@
+// Over 350 lines: it is one table, an entry a flag; the logic that reads it is in translate.ts.
 // The one table of ebr's command line: every flag etcd-backup-restore v0.23 to v0.43 defines, the subcommands
-// that take it, ebr's default and what it does here. A long file because it is a table; the logic that reads it is
-// in translate.ts. docs/moving-from-ebr.md is generated from it (node scripts/ebr-reference.ts).
+// that take it, ebr's default and what it does here. docs/moving-from-ebr.md is generated from it
+// (node scripts/ebr-reference.ts).
 
 /** ebr's subcommands, each run as one of our programs (commands.ts). */
 export const EBR_COMMANDS = ['server', 'snapshot', 'restore', 'compact', 'initialize', 'copy'] as const;

@@ -21,7 +21,7 @@ export function programBin(program: ProgramName): string {
 const FORWARDED: NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP'];
 
 /**
- * Runs the program as a child with this process's Node, stdio and environment (plus `env`), passing on the
+ * Runs the program as a child (for etcdbrctl compact, which has more to do once the program is done) with this process's Node, stdio and environment (plus `env`), passing on the
  * signals a kubelet sends; resolves with its exit code (128 + the signal's number when a signal ended it).
  */
 export function runProgram(program: ProgramName, args: string[], env: NodeJS.ProcessEnv): Promise<number> {
@@ -35,4 +35,15 @@ export function runProgram(program: ProgramName, args: string[], env: NodeJS.Pro
       resolve(code ?? 128 + (signal ? constants.signals[signal] : 0));
     });
   });
+}
+
+/**
+ * Becomes the program (execve: the same PID, so the kubelet's signals reach it directly, its exit code is the
+ * container's, and nothing of this process stays in memory beside it). Where this Node cannot replace its process,
+ * runs it as a child instead and exits with its code.
+ */
+export async function becomeProgram(program: ProgramName, args: string[], env: NodeJS.ProcessEnv): Promise<never> {
+  const bin = programBin(program);
+  if (process.execve) process.execve(process.execPath, [process.execPath, bin, ...args], env);
+  process.exit(await runProgram(program, args, env));
 }

@@ -1,4 +1,5 @@
-import { ebrStoreUrl, UsageError } from '@etcd-steward/core';
+import { UsageError } from '@etcd-steward/core/common';
+import { ebrStoreUrl } from '@etcd-steward/core/store';
 import { EBR_COMMANDS, EBR_FLAGS, type EbrCommand, type EbrFlag, findEbrFlag } from './ebr-flags.js';
 
 /** One of our programs, with the command line and environment an ebr command line becomes. */
