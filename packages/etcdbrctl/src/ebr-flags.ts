@@ -252,7 +252,8 @@ export const EBR_FLAGS: readonly EbrFlag[] = [
     name: 'insecure-skip-tls-verify',
     kind: 'bool',
     commands: ETCD_CLIENT,
-    ebrDefault: 'false',
+    // ebr binds it to the same setting as --insecure-transport, whose default it shows.
+    ebrDefault: 'true',
     meaning: "do not verify etcd's certificate",
     effect: ignored("etcd's certificate is always verified, against `--cacert` when given"),
   },
