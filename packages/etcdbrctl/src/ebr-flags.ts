@@ -180,7 +180,8 @@ export const EBR_FLAGS: readonly EbrFlag[] = [
     commands: ETCD_CLIENT,
     ebrDefault: 'http://127.0.0.1:2379',
     meaning: 'etcd client URLs, comma-separated or repeated',
-    effect: { ...same('endpoints', { applyDefault: true }), here: '`--endpoints` (bootstrap: the other members)' },
+    // ebr's default is ours too; not passed on when not given, as initialize reads it as the other members.
+    effect: { ...same('endpoints'), here: '`--endpoints` (initialize: the other members, for a rejoin)' },
   },
   {
     name: 'service-endpoints',
