@@ -17,6 +17,7 @@ export default defineConfig({
       { find: /^@etcd-steward\/validate$/, replacement: src('validate') },
       { find: /^@etcd-steward\/compact$/, replacement: src('compact') },
       { find: /^@etcd-steward\/copy-backups$/, replacement: src('copy-backups') },
+      { find: /^@etcd-steward\/etcdbrctl$/, replacement: src('etcdbrctl') },
     ],
   },
   test: {

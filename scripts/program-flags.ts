@@ -34,6 +34,8 @@ export function programs(): { name: string; bin: string }[] {
     } catch {
       continue;
     }
+    // etcdbrctl speaks ebr's command line, not ours: its flags are in docs/moving-from-ebr.md, from its own table.
+    if (dir === 'etcdbrctl') continue;
     for (const [name, bin] of Object.entries(manifest.bin ?? {}))
       found.push({ name, bin: join(root, 'packages', dir, bin) });
   }

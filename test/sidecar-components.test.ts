@@ -75,6 +75,7 @@ describe("the sidecar's components, from their sources", () => {
       'garbage-collection',
       'initialization',
       'kubernetes',
+      'proof-record',
       'snapshotting',
     ]);
     const owners = new Map<string, string[]>();
@@ -139,6 +140,7 @@ describe("the sidecar's components, switched on and off", () => {
     alarms: ['--alarm-check-period', '0'],
     'corrupt-fence': ['--no-corrupt-fence'],
     'garbage-collection': ['--garbage-collection-period', '0'],
+    'proof-record': ['--proof-record-period', '0'],
     kubernetes: ['--no-enable-member-lease-renewal', '--no-etcd-member-resource'],
     initialization: ['--no-initialization'],
   };

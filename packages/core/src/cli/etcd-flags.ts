@@ -5,12 +5,25 @@ import { type EtcdConnection, parseEndpoints, type TlsMaterial } from '../etcd/e
 
 /** The flags every program that talks to etcd takes, the same everywhere. */
 export function etcdOptions<T>(y: Argv<T>) {
-  return y
-    .option('endpoints', {
+  return etcdAccessOptions(
+    y.option('endpoints', {
       type: 'string',
       default: 'http://127.0.0.1:2379',
       describe: 'etcd client URLs (or host:port, meaning http://), comma-separated',
-    })
+    }),
+  ).option('password', {
+    type: 'string',
+    describe:
+      'Password of --user; the program moves it out of its command line as it starts, but it shows in the process list until then: prefer --password-file or ETCD_STEWARD_PASSWORD',
+  });
+}
+
+/**
+ * How to reach etcd besides its endpoints (TLS, auth): for a program whose etcd is an extra, named by a flag of its
+ * own (`--against`, `--verify-against`). No `--password`: these programs do not move it off their command line.
+ */
+export function etcdAccessOptions<T>(y: Argv<T>) {
+  return y
     .option('cacert', { type: 'string', describe: 'CA bundle to verify etcd servers (TLS)' })
     .option('cert', { type: 'string', describe: 'Client certificate for etcd (TLS, with --key)' })
     .option('key', { type: 'string', describe: 'Client key for etcd (TLS, with --cert)' })
@@ -21,11 +34,6 @@ export function etcdOptions<T>(y: Argv<T>) {
     .option('password-file', {
       type: 'string',
       describe: 'File holding the password of --user (e.g. a mounted Secret)',
-    })
-    .option('password', {
-      type: 'string',
-      describe:
-        'Password of --user; the program moves it out of its command line as it starts, but it shows in the process list until then: prefer --password-file or ETCD_STEWARD_PASSWORD',
     });
 }
 

@@ -7,5 +7,6 @@
 export * from './etcd-member-status.js';
 export * from './kube-object.js';
 export * from './member-lease.js';
+export * from './member-lease-identity.js';
 export * from './pod-identity.js';
 export * from './snapshot-lease.js';

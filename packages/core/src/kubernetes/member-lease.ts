@@ -16,14 +16,21 @@ export function memberHolderIdentity(status: EtcdStatus): string {
   return `${hex(status.memberId)}:${hex(status.clusterId)}:${role}`;
 }
 
-/** The lease renewed now by this member: its holder identity and the time, annotations kept. */
+/**
+ * The lease renewed now by this member: its holder identity and the time, with `annotations` set (druid's peer-TLS
+ * one) and any others kept.
+ */
 export function renewedMemberLease(
   current: Lease | undefined,
   where: { name: string; namespace: string },
   holderIdentity: string,
   now: Date,
+  annotations: Record<string, string> = {},
 ): Lease {
   const lease = current ?? { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { ...where } };
+  if (Object.keys(annotations).length > 0) {
+    lease.metadata = { ...lease.metadata, annotations: { ...lease.metadata?.annotations, ...annotations } };
+  }
   lease.spec = { ...lease.spec, holderIdentity, renewTime: now };
   return lease;
 }

@@ -5,6 +5,7 @@ import { type KubernetesArgs, kubernetesPart } from './kubernetes/kubernetes-par
 import { type AlarmsArgs, alarmsPart } from './maintenance/alarms-part.js';
 import { type CorruptFenceArgs, corruptFencePart } from './maintenance/corrupt-fence-part.js';
 import { type DefragmentationArgs, defragmentationPart } from './maintenance/defragmentation-part.js';
+import { type ProofRecordArgs, proofRecordPart } from './proof-record/proof-record-part.js';
 import type { SidecarPart } from './sidecar-part.js';
 import { type SnapshottingArgs, snapshottingPart } from './snapshotting/snapshotting-part.js';
 
@@ -14,6 +15,7 @@ export type PartArgs = SnapshottingArgs &
   AlarmsArgs &
   CorruptFenceArgs &
   GarbageCollectionArgs &
+  ProofRecordArgs &
   KubernetesArgs &
   InitializationArgs &
   ApiArgs;
@@ -28,6 +30,7 @@ export const SIDECAR_PARTS: readonly SidecarPart<PartArgs>[] = [
   alarmsPart,
   corruptFencePart,
   garbageCollectionPart,
+  proofRecordPart,
   kubernetesPart,
   initializationPart,
   apiPart,

@@ -1,4 +1,4 @@
-import type { SavedFullSnapshot } from '@etcd-steward/core/backup';
+import type { ProofRecord, SavedFullSnapshot } from '@etcd-steward/core/backup';
 import type { EtcdConnection } from '@etcd-steward/core/etcd';
 import type { SnapshotKind } from '@etcd-steward/core/format';
 import type { SnapStore } from '@etcd-steward/core/store';
@@ -32,6 +32,8 @@ export interface Assembly {
   maintenance: Serial;
   /** Set by the snapshotting part, which is built first; undefined while it is switched off. */
   snapshotter?: Snapshotter;
+  /** Set by the proof-record part: the restore drill's record as last read from the store. */
+  proofRecord?: () => ProofRecord | undefined;
   /** The routes of every component built so far, and whether all are healthy (for the API, built last). */
   routes(): Route[];
   healthy(): boolean;

@@ -7,7 +7,7 @@ import { distinctMembers, serviceEndpointsNeeded } from './initialization-target
 export interface InitializationArgs extends MemberArgs {
   initialization: boolean;
   'data-dir'?: string;
-  'etcd-config-file': string;
+  'etcd-config-file'?: string;
   'service-endpoints'?: string;
   'start-empty-without-backup': boolean;
 }
@@ -38,9 +38,8 @@ export const initializationPart: SidecarPart<InitializationArgs> = {
       })
       .option('etcd-config-file', {
         type: 'string',
-        default: DRUID_ETCD_CONFIG_PATH,
         describe:
-          "etcd's config file as etcd-druid mounts it: /config serves it for this pod (POD_NAME), and initialization takes the member from it; without the file, the member flags",
+          "etcd's config file as etcd-druid mounts it: /config serves it for this pod (POD_NAME), and initialization takes the member from it; without the file, the member flags [default: ETCD_CONF (ebr's variable), else /var/etcd/config/etcd.conf.yaml]",
       })
       .option('service-endpoints', {
         type: 'string',
@@ -61,15 +60,17 @@ export const initializationPart: SidecarPart<InitializationArgs> = {
     const raw = args['service-endpoints'];
     const serviceEndpoints = raw ? parseEndpoints(raw) : undefined;
     const member = memberSettings(args);
-    const withoutFile = await stat(args['etcd-config-file']).then(
+    // ebr's ETCD_CONF names another file, as for the member lease (core's kubernetes/member-lease-identity.ts)
+    const etcdConfigFile = args['etcd-config-file'] ?? (process.env.ETCD_CONF || DRUID_ETCD_CONFIG_PATH);
+    const withoutFile = await stat(etcdConfigFile).then(
       () => false,
       (err: NodeJS.ErrnoException) => err.code === 'ENOENT',
     );
     if (withoutFile && !serviceEndpoints && distinctMembers(member.initialCluster) > 1) {
-      throw serviceEndpointsNeeded(args['etcd-config-file']);
+      throw serviceEndpointsNeeded(etcdConfigFile);
     }
     const initialization = {
-      etcdConfigFile: args['etcd-config-file'],
+      etcdConfigFile,
       ...(dataDir !== undefined ? { dataDir } : {}),
       member,
       ...(serviceEndpoints ? { serviceEndpoints } : {}),

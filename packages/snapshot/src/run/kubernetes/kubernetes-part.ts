@@ -1,5 +1,5 @@
 import { parseDuration, requirePositive, UsageError } from '@etcd-steward/core/common';
-import { podIdentity } from '@etcd-steward/core/kubernetes';
+import { memberLeaseIdentity, podIdentity } from '@etcd-steward/core/kubernetes';
 import type { Component } from '../component.js';
 import type { SidecarPart } from '../sidecar-part.js';
 
@@ -13,6 +13,8 @@ export interface KubernetesArgs {
   kubeconfig?: string;
   /** snapshotting-part.ts's: the snapshot leases follow the snapshots this sidecar takes. */
   snapshotter: boolean;
+  /** snapshotting-part.ts's: the delta lease is renewed every delta period, as in ebr. */
+  'delta-snapshot-period': string;
 }
 
 /**
@@ -30,7 +32,7 @@ export const kubernetesPart: SidecarPart<KubernetesArgs> = {
         type: 'boolean',
         default: false,
         describe:
-          "Renew the pod's Lease (named POD_NAME, in POD_NAMESPACE) every --k8s-heartbeat-duration, holder <memberID>:<clusterID>:Leader|Member (as ebr)",
+          "Renew the member's Lease (in POD_NAMESPACE, named POD_NAME, or <member-name-prefix>-POD_NAME when etcd's config file ETCD_CONF, default /var/etcd/config/etcd.conf.yaml, sets one) every --k8s-heartbeat-duration, holder <memberID>:<clusterID>:Leader|Member, annotation member.etcd.gardener.cloud/tls-enabled (as ebr)",
       })
       .option('k8s-heartbeat-duration', {
         type: 'string',
@@ -41,7 +43,7 @@ export const kubernetesPart: SidecarPart<KubernetesArgs> = {
         type: 'boolean',
         default: false,
         describe:
-          'After each snapshot, the full- or delta-snapshot Lease (in POD_NAMESPACE) holds its last revision (as ebr)',
+          'The full-snapshot Lease (in POD_NAMESPACE) holds the last revision of each full snapshot; the delta-snapshot Lease is renewed every --delta-snapshot-period with the newest delta, also when none was needed (as ebr)',
       })
       .option('full-snapshot-lease-name', {
         type: 'string',
@@ -91,28 +93,42 @@ export const kubernetesPart: SidecarPart<KubernetesArgs> = {
       etcdMember && '--etcd-member-resource',
     ].filter(Boolean);
     const pod = podIdentity(process.env, flags.join(' and '), memberLease || etcdMember);
+    const leaseIdentity = memberLease ? await memberLeaseIdentity(pod.name, process.env) : undefined;
+    const deltaPeriodMs = parseDuration(args['delta-snapshot-period'], 'delta-snapshot-period');
     const { KubeClient } = await import('./kube-client.js');
     const client = KubeClient.load(args.kubeconfig);
 
     // The publisher first, so that it stops last, after the components that feed it.
-    return async ({ leadership, snapshotter }, context) => {
+    return async ({ leadership, snapshotter, proofRecord }, context) => {
       const { KubePublisher } = await import('./kube-publisher.js');
       const publisher = new KubePublisher(context);
       const components: Component[] = [publisher];
       const heartbeat = { client, publisher, leadership, pod, heartbeatMs };
       if (memberLease) {
         const { MemberLeaseRenewal } = await import('./member-lease-renewal.js');
-        components.push(new MemberLeaseRenewal(heartbeat));
+        components.push(new MemberLeaseRenewal(heartbeat, leaseIdentity!));
       }
       if (snapshotLeases && snapshotter) {
         const { SnapshotLeaseRenewal } = await import('./snapshot-lease-renewal.js');
         components.push(
-          new SnapshotLeaseRenewal({ client, publisher, snapshots: snapshotter, namespace: pod.namespace, names }),
+          new SnapshotLeaseRenewal({
+            client,
+            publisher,
+            snapshots: snapshotter,
+            namespace: pod.namespace,
+            names,
+            deltaPeriodMs,
+          }),
         );
       }
       if (etcdMember) {
         const { EtcdMemberStatusPublisher } = await import('./etcd-member-status-publisher.js');
-        components.push(new EtcdMemberStatusPublisher(heartbeat));
+        const { backupProvenCondition } = await import('../proof-record/backup-proven-condition.js');
+        const proof = () => {
+          const record = proofRecord?.();
+          return record ? [backupProvenCondition(record)] : [];
+        };
+        components.push(new EtcdMemberStatusPublisher(heartbeat, proof));
       }
       return components;
     };
