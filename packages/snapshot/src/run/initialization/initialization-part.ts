@@ -50,7 +50,7 @@ export const initializationPart: SidecarPart<InitializationArgs> = {
         type: 'boolean',
         default: false,
         describe:
-          "ebr's behaviour: when the data is bad and the store holds no backup, move the data aside and let etcd start empty, instead of answering Failed (docs/sidecar.md, What ebr does and we deliberately do not)",
+          "ebr's behaviour: when the data is bad and the store holds no backup, move the data aside and let etcd start empty, instead of answering Failed (docs/moving-from-ebr.md, What differs)",
       }),
 
   async configure(args, base) {
