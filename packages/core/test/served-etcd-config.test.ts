@@ -1,13 +1,8 @@
 import type { EtcdMember } from '@etcd-steward/core';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import {
-  clusterClientUrls,
-  memberConfig,
-  parseEtcdConfig,
-  podMember,
-  renderEtcdConfig,
-} from '../src/bootstrap/index.js';
+import { renderEtcdConfig } from '../src/bootstrap/index.js';
+import { clusterClientUrls, memberConfig, parseEtcdConfig, podMember } from '../src/kubernetes/index.js';
 
 const INITIAL_CLUSTER = [0, 1, 2]
   .map((i) => `etcd-main-${i}=https://etcd-main-${i}.etcd-main-peer.shoot--a.svc:2380`)

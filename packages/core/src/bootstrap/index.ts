@@ -9,7 +9,6 @@ export * from './bootstrap.js';
 export * from './bootstrap-decision.js';
 export * from './bootstrap-summary.js';
 export * from './cluster-probe.js';
-export * from './druid-etcd-config.js';
 export * from './move-aside.js';
 export * from './promote-learner.js';
 export * from './rejoin-as-learner.js';

@@ -4,7 +4,6 @@ import { errorMessage, OperationError } from '../common/errors.js';
 import type { EtcdConnection } from '../etcd/etcd-client.js';
 import type { EtcdMember } from '../etcd/etcd-members.js';
 import { clusterMembers } from '../etcd/snapshot-restore-command.js';
-import { type ClusterState, probeCluster } from './cluster-probe.js';
 import {
   ADVERTISE_KEYS,
   clusterClientUrls,
@@ -12,7 +11,8 @@ import {
   type PodMember,
   parseEtcdConfig,
   podMember,
-} from './druid-etcd-config.js';
+} from '../kubernetes/druid-etcd-config.js';
+import { type ClusterState, probeCluster } from './cluster-probe.js';
 
 /** Where etcd-druid mounts etcd's config file (the ConfigMap key etcd.conf.yaml). */
 export const DRUID_ETCD_CONFIG_PATH = '/var/etcd/config/etcd.conf.yaml';

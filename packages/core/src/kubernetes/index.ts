@@ -4,6 +4,8 @@
  * concurrency (a conflicting update re-read and retried).
  * May use: common/, etcd/.
  */
+
+export * from './druid-etcd-config.js';
 export * from './etcd-member-status.js';
 export * from './kube-object.js';
 export * from './member-lease.js';

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { UsageError } from '../common/errors.js';
+import { ADVERTISE_KEYS, advertiseUrls, etcdConfigValues, memberName } from './druid-etcd-config.js';
 
 /** Where etcd-druid mounts etcd's config file (the ConfigMap key etcd.conf.yaml); `ETCD_CONF` names another. */
 export const ETCD_CONFIG_FILE = '/var/etcd/config/etcd.conf.yaml';
@@ -32,30 +32,11 @@ export async function memberLeaseIdentity(podName: string, env: NodeJS.ProcessEn
     }
     throw new UsageError(`etcd's config file ${path} (ETCD_CONF): cannot read it (${(err as Error).message})`);
   }
-  // Loaded only here: the YAML parser adds to every program's start.
-  const { parse } = createRequire(import.meta.url)('yaml') as typeof import('yaml');
-  let config: Record<string, unknown>;
-  try {
-    config = parse(text) ?? {};
-  } catch {
-    throw new UsageError(`etcd's config file ${path} is not YAML: give etcd's config file (ETCD_CONF)`);
-  }
-  const prefix = typeof config['member-name-prefix'] === 'string' ? config['member-name-prefix'] : '';
-  const name = prefix ? `${prefix}-${podName}` : podName;
-  const peerUrls = urls(config['initial-advertise-peer-urls'], name);
+  const source = `etcd's config file ${path} (ETCD_CONF)`;
+  const config = etcdConfigValues(text, source);
+  const name = memberName(config, podName);
+  const peerUrls =
+    config[ADVERTISE_KEYS.peer] === undefined ? [] : advertiseUrls(config, ADVERTISE_KEYS.peer, name, podName, source);
   const tls = peerUrls.length > 0 && peerUrls.every((url) => url.startsWith('https://'));
   return { name, annotations: { [PEER_TLS_ANNOTATION]: String(tls) } };
-}
-
-/**
- * `initial-advertise-peer-urls` as druid writes it (a map from member name to its URLs, which etcd-wrapper turns
- * into etcd's flag) or as etcd's own config file has it (one comma-separated string).
- */
-function urls(value: unknown, member: string): string[] {
-  const list =
-    value !== null && typeof value === 'object' && !Array.isArray(value)
-      ? (value as Record<string, unknown>)[member]
-      : value;
-  const all = Array.isArray(list) ? list.map(String) : typeof list === 'string' ? list.split(',') : [];
-  return all.map((url) => url.trim()).filter(Boolean);
 }

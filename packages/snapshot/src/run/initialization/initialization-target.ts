@@ -36,7 +36,8 @@ export async function initializationTarget(
     (err: NodeJS.ErrnoException) => err.code !== 'ENOENT',
   );
   if (present) {
-    const { clusterClientUrls, memberConfig, readEtcdConfig } = await import('@etcd-steward/core/bootstrap');
+    const { readEtcdConfig } = await import('@etcd-steward/core/bootstrap');
+    const { clusterClientUrls, memberConfig } = await import('@etcd-steward/core/kubernetes');
     const { config, member } = await readEtcdConfig(settings.etcdConfigFile, podName);
     const fileDataDir = typeof config['data-dir'] === 'string' ? config['data-dir'] : undefined;
     const dataDir = settings.dataDir ?? fileDataDir;

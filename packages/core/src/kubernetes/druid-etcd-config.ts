@@ -1,4 +1,4 @@
-import { parse } from 'yaml';
+import { createRequire } from 'node:module';
 import { UsageError } from '../common/errors.js';
 import { clusterMembers, type MemberConfig } from '../etcd/snapshot-restore-command.js';
 
@@ -24,6 +24,20 @@ export const ADVERTISE_KEYS = {
  * from (`initial-cluster`, the two advertise-URL keys), is refused with what is wrong.
  */
 export function parseEtcdConfig(text: string, source: string): EtcdConfigValues {
+  const config = etcdConfigValues(text, source);
+  if (typeof config['initial-cluster'] !== 'string' || clusterMembers(config['initial-cluster']).length === 0) {
+    throw new UsageError(`${source} has no initial-cluster: etcd's config file names the cluster's members there`);
+  }
+  for (const key of Object.values(ADVERTISE_KEYS)) {
+    if (config[key] === undefined) throw new UsageError(`${source} has no ${key}`);
+  }
+  return config;
+}
+
+/** The file's YAML map of settings, whatever it holds; anything else is refused. */
+export function etcdConfigValues(text: string, source: string): EtcdConfigValues {
+  // Loaded only here: the YAML parser adds to every program's start.
+  const { parse } = createRequire(import.meta.url)('yaml') as typeof import('yaml');
   let values: unknown;
   try {
     values = parse(text);
@@ -35,14 +49,7 @@ export function parseEtcdConfig(text: string, source: string): EtcdConfigValues 
       `${source} does not hold a YAML map of etcd's settings: give the etcd config file druid mounts`,
     );
   }
-  const config = values as EtcdConfigValues;
-  if (typeof config['initial-cluster'] !== 'string' || clusterMembers(config['initial-cluster']).length === 0) {
-    throw new UsageError(`${source} has no initial-cluster: etcd's config file names the cluster's members there`);
-  }
-  for (const key of Object.values(ADVERTISE_KEYS)) {
-    if (config[key] === undefined) throw new UsageError(`${source} has no ${key}`);
-  }
-  return config;
+  return values as EtcdConfigValues;
 }
 
 /** The member name etcd-druid gives a pod: with `member-name-prefix`, `<prefix>-<pod>`. */
