@@ -118,7 +118,7 @@ export async function replayChain(options: ChainReplayOptions): Promise<ChainRep
         break;
       }
       try {
-        for await (const rev of groupRevisions(readDeltaEvents(file, entry, label))) {
+        for await (const rev of groupRevisions(readDeltaEvents(file, entry, label, { verified: true }))) {
           if (rev.revision <= reached) continue;
           if (rev.revision > wanted) {
             finished = true;
