@@ -19,11 +19,13 @@ import {
   fetchFullSnapshot,
   findEtcdBinaries,
   freePort,
+  fsyncPath,
   groupRevisions,
   KeyspaceReader,
   LocalStore,
-  layOutMemberDataDir,
+  layOutAroundEmptyDb,
   listSnapshots,
+  moveDbIntoLayout,
   planRestore,
   readDeltaEvents,
   validateDataDir,
@@ -89,19 +91,22 @@ async function phasesOnce(): Promise<Array<[string, number]>> {
       for await (const rev of groupRevisions(readDeltaEvents(deltaFile(i), entry, entry.name)))
         if (rev.revision > base.revision) await engine.apply(rev);
   });
-  await timed('replay: commit + fsync the db + read back', () => engine.finishInPlace());
+  await timed('replay: commit + read back', () => engine.finishInPlace());
   await engine.close();
   const dataDir = join(work, 'data');
   const binaries = await findEtcdBinaries();
   const peer = `http://127.0.0.1:${await freePort()}`;
-  await timed('lay out the data dir (etcd tool on an empty db, rows carried, fsync)', () =>
-    layOutMemberDataDir(binaries, baseFile, dataDir, {
-      name: 'bench',
-      initialCluster: `bench=${peer}`,
-      initialClusterToken: 'bench',
-      initialAdvertisePeerUrls: peer,
-    }),
-  );
+  const member = {
+    name: 'bench',
+    initialCluster: `bench=${peer}`,
+    initialClusterToken: 'bench',
+    initialAdvertisePeerUrls: peer,
+  };
+  const db = await timed('lay out the data dir (etcd tool on an empty db, its rows carried over)', async () => {
+    await layOutAroundEmptyDb(binaries, dataDir, member);
+    return moveDbIntoLayout(binaries, baseFile, dataDir);
+  });
+  await timed('fsync the db (the restore overlaps it with the verification)', () => fsyncPath(db));
   const rows = new KeyspaceReader({ tmpDir: work, earlierRevision: base.revision });
   await timed("verify: the full check's pass (tree, WAL) + the keyspace's rows", () =>
     validateDataDir({
@@ -132,13 +137,27 @@ if (!values['skip-phases']) {
   console.log(`load after the phases: ${load()}`);
 }
 
+/**
+ * A command under /usr/bin/time, for the CPU seconds of its whole tree (a process's rusage counts the children it
+ * waited for): on a shared machine, wall time moves with the load and CPU time much less.
+ */
+async function measureWithCpu(
+  command: string,
+  args: string[],
+  options: Parameters<typeof measure>[2] = {},
+): Promise<Awaited<ReturnType<typeof measure>> & { cpuSeconds: number }> {
+  const m = await measure('/usr/bin/time', ['-f', 'cpu %U %S', command, ...args], options);
+  const cpu = /cpu ([\d.]+) ([\d.]+)\s*$/.exec(m.stderr);
+  return { ...m, cpuSeconds: cpu ? Number(cpu[1]) + Number(cpu[2]) : Number.NaN };
+}
+
 /** The processes, interleaved round by round so that the machine's load falls on each alike. */
-const runs: Array<{ name: string; run: () => ReturnType<typeof measure> }> = [];
+const runs: Array<{ name: string; run: () => ReturnType<typeof measureWithCpu> }> = [];
 const restoreRun = (checkout: string) => async () => {
   const dataDir = join(work, 'restored');
   await rm(dataDir, { recursive: true, force: true });
   const peer = `http://127.0.0.1:${await freePort()}`;
-  return measure(
+  return measureWithCpu(
     process.execPath,
     [
       restoreBin(checkout),
@@ -157,13 +176,13 @@ if (etcdctlDb) {
     run: async () => {
       const dataDir = join(work, 'etcdctl-restored');
       await rm(dataDir, { recursive: true, force: true });
-      return measure('etcdctl', ['snapshot', 'restore', etcdctlDb, `--data-dir=${dataDir}`], {
+      return measureWithCpu('etcdctl', ['snapshot', 'restore', etcdctlDb, `--data-dir=${dataDir}`], {
         env: { ETCDCTL_API: '3' },
       });
     },
   });
 }
-const results = new Map<string, Array<Awaited<ReturnType<typeof measure>>>>();
+const results = new Map<string, Array<Awaited<ReturnType<typeof measureWithCpu>>>>();
 await mkdir(work, { recursive: true });
 for (let i = 0; i < rounds; i++) {
   for (const { name, run } of runs) {
@@ -175,13 +194,16 @@ for (let i = 0; i < rounds; i++) {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const floor = results.get('etcdctl snapshot restore (full at the same revision)');
 const reference = floor ?? results.get('etcd-restore, before');
-const runRows = [['process', 'runs s', 'median s', 'peak RSS MB', reference === floor ? '÷ etcdctl' : '÷ before']];
+const runRows = [
+  ['process', 'runs s', 'median s', 'CPU s (median)', 'peak RSS MB', reference === floor ? '÷ etcdctl' : '÷ before'],
+];
 for (const [name, ms] of results) {
   const s = ms.map((m) => m.seconds);
   runRows.push([
     name,
     s.map((x) => x.toFixed(2)).join(', '),
     median(s).toFixed(2),
+    median(ms.map((m) => m.cpuSeconds)).toFixed(2),
     median(ms.map((m) => m.peakRssMb)).toFixed(0),
     reference ? `${(median(s) / median(reference.map((m) => m.seconds))).toFixed(2)}×` : '',
   ]);

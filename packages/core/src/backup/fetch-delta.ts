@@ -65,6 +65,7 @@ export async function fetchDelta(
 
 /** A delta file is read this much at a time, the next read under way while the last is parsed. */
 const READ_SIZE = 1 << 20;
+const PARSE_SIZE = 64 << 10;
 
 /**
  * The events of a decompressed delta file, in order, checked against its name as they are read: revisions
@@ -108,10 +109,13 @@ export async function* readDeltaEvents(
       const filled = buffers[turn];
       turn ^= 1;
       reading = handle.read(buffers[turn], 0, READ_SIZE, null);
-      parser.write(filled.subarray(0, bytesRead), take);
-      // one chunk's events at a time: memory holds at most a chunk's worth (a revision may span chunks)
-      for (const e of events) yield e;
-      events.length = 0;
+      // A piece's events at a time, each handed on before the next piece is parsed: events kept alive across
+      // a young-generation collection are copied by it (a whole read's worth cost the replay more than it saved).
+      for (let at = 0; at < bytesRead; at += PARSE_SIZE) {
+        parser.write(filled.subarray(at, Math.min(at + PARSE_SIZE, bytesRead)), take);
+        for (const e of events) yield e;
+        events.length = 0;
+      }
     }
     parser.end();
     if (last !== entry.lastRevision) {
