@@ -11,7 +11,7 @@
 // same revision in DIR/etcdctl.db. The 1M-revision one: `restore.ts --keep DIR --events 1000000` (DIR/store).
 import { mkdir, rm } from 'node:fs/promises';
 import { loadavg } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import {
   DirectReplayEngine,
@@ -37,7 +37,7 @@ const { values } = parseArgs({
   options: {
     store: { type: 'string' },
     'etcdctl-db': { type: 'string' },
-    before: { type: 'string' },
+    before: { type: 'string', multiple: true },
     rounds: { type: 'string', default: '3' },
     work: { type: 'string', default: '/tmp/bench-restore-phases' },
     'skip-phases': { type: 'boolean', default: false },
@@ -168,7 +168,7 @@ const restoreRun = (checkout: string) => async () => {
   );
 };
 runs.push({ name: 'etcd-restore, this build', run: restoreRun(root) });
-if (values.before) runs.push({ name: 'etcd-restore, before', run: restoreRun(values.before) });
+for (const dir of values.before ?? []) runs.push({ name: `etcd-restore, ${basename(dir)}`, run: restoreRun(dir) });
 const etcdctlDb = values['etcdctl-db'];
 if (etcdctlDb) {
   runs.push({
@@ -193,7 +193,8 @@ for (let i = 0; i < rounds; i++) {
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const floor = results.get('etcdctl snapshot restore (full at the same revision)');
-const reference = floor ?? results.get('etcd-restore, before');
+const firstBefore = values.before?.[0];
+const reference = floor ?? (firstBefore ? results.get(`etcd-restore, ${basename(firstBefore)}`) : undefined);
 const runRows = [
   ['process', 'runs s', 'median s', 'CPU s (median)', 'peak RSS MB', reference === floor ? '÷ etcdctl' : '÷ before'],
 ];

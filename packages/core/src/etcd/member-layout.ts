@@ -71,6 +71,9 @@ export async function moveDbIntoLayout(binaries: EtcdBinaries, dbFile: string, d
   refuseDowngrade(binaries, dbFile);
   const laidOut = join(dataDir, 'member', 'snap', 'db');
   carryToolRows(laidOut, dbFile, binaries.etcdutl ?? binaries.etcdctl ?? 'etcd');
+  // Removed first, not renamed over: ext4 writes a file renamed over another out at once (auto_da_alloc), which
+  // would make this rename wait for the whole db to reach the disk (measured: restore-phases.ts).
+  await rm(laidOut);
   await rename(dbFile, laidOut);
   await fsyncPath(dirname(laidOut));
   return laidOut;
