@@ -68,6 +68,9 @@ export async function replayInChild(
         // The scratch dir on its command line lets killRecordedChildren recognise it.
         args: [request.engineDir],
         execArgv: HEAP_FLAGS,
+        // one malloc arena, as the full snapshot's child has: its reads run on libuv's threads, each of which
+        // would otherwise grow an arena of its own
+        env: { ...process.env, MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '1' },
         name: 'the replay process',
         logger,
         signal,
