@@ -6,9 +6,10 @@
 // `etcdctl snapshot restore` of the full snapshot at the same revision (the floor) and with the build in `--before
 // DIR` (the root of another built checkout). On a shared machine, compare the ratios.
 // Usage: node scripts/bench/restore-phases.ts --store DIR [--etcdctl-db FILE] [--before DIR] [--rounds 3]
-//          [--work /tmp/bench-restore-phases] [--skip-phases]
+//          [--work /tmp/bench-restore-phases] [--skip-phases] [--synthetic N]
 // The suite's dataset: `scripts/bench/run --keep DIR` leaves its store in DIR/store and etcdctl's snapshot at the
-// same revision in DIR/etcdctl.db. The 1M-revision one: `restore.ts --keep DIR --events 1000000` (DIR/store).
+// same revision in DIR/etcdctl.db. The 1M-revision one: `--synthetic 1000000` beside the suite's store (its full
+// snapshot and a million made-up revisions after it, as compact.ts makes them).
 import { mkdir, rm } from 'node:fs/promises';
 import { loadavg } from 'node:os';
 import { basename, join } from 'node:path';
@@ -30,6 +31,7 @@ import {
   readDeltaEvents,
   validateDataDir,
 } from '@etcd-steward/core';
+import { storeDeltas, syntheticEvents } from '@etcd-steward/testing';
 import { measure, printTable } from './measure.ts';
 import { restorePhase } from './restore-run.ts';
 
@@ -41,15 +43,35 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '3' },
     work: { type: 'string', default: '/tmp/bench-restore-phases' },
     'skip-phases': { type: 'boolean', default: false },
+    synthetic: { type: 'string' },
   },
 });
 if (!values.store) throw new Error('give --store DIR: a local store, e.g. the one scripts/bench/run --keep leaves');
-const storeDir = values.store;
+const storeDir = values.synthetic ? await syntheticStore(values.store, Number(values.synthetic)) : values.store;
 const rounds = Number(values.rounds);
 const work = values.work;
 const root = new URL('../..', import.meta.url).pathname;
 const restoreBin = (checkout: string) => join(checkout, 'packages/restore/bin/etcd-restore.js');
 const load = () => loadavg()[0].toFixed(1);
+
+/**
+ * `--synthetic N`: a store of --store's newest full snapshot and N revisions after it in 10 zstd deltas, made up
+ * by the testing package's synthetic events (keys of their own beside the snapshot's, values of 900 B, as
+ * compact.ts makes them), in `--work`'s sibling `<work>-store`, made once and kept.
+ */
+async function syntheticStore(from: string, revisions: number): Promise<string> {
+  const dir = `${values.work}-store`;
+  const made = new LocalStore(dir);
+  if ((await listSnapshots(made).catch(() => [])).length > 0) return dir;
+  const source = new LocalStore(from);
+  const full = (await listSnapshots(source)).filter((e) => e.kind === 'Full').at(-1)!;
+  await made.put(full.name, await source.get(full.name), { metadata: (await source.stat(full.name))?.metadata });
+  const start = full.lastRevision + 1;
+  const events = syntheticEvents({ startRevision: start, revisions, keys: 10_000, valueSize: 900 });
+  const cuts = Array.from({ length: 9 }, (_, i) => start + Math.round(((i + 1) * revisions) / 10));
+  await storeDeltas(made, events, { startRevision: start, cuts, compression: 'zstd' });
+  return dir;
+}
 
 const store = new LocalStore(storeDir);
 const plan = await planRestore(store, {});
@@ -79,16 +101,16 @@ async function phasesOnce(): Promise<Array<[string, number]>> {
       await fetchDelta(store, entry, deltaFile(i), { base: { revision: base.revision, dbSize: base.size } });
   });
   let revisions = 0;
-  await timed("parse the deltas' events into revisions", async () => {
+  await timed("parse the deltas' events into revisions (checked files: no second sha256)", async () => {
     for (const [i, entry] of chain.deltas.entries())
-      for await (const rev of groupRevisions(readDeltaEvents(deltaFile(i), entry, entry.name)))
+      for await (const rev of groupRevisions(readDeltaEvents(deltaFile(i), entry, entry.name, { verified: true })))
         if (rev.revision > base.revision) revisions++;
   });
   const engine = new DirectReplayEngine();
   await timed('replay: parse + write the rows (no commit)', async () => {
     await engine.open({ file: baseFile, revision: base.revision });
     for (const [i, entry] of chain.deltas.entries())
-      for await (const rev of groupRevisions(readDeltaEvents(deltaFile(i), entry, entry.name)))
+      for await (const rev of groupRevisions(readDeltaEvents(deltaFile(i), entry, entry.name, { verified: true })))
         if (rev.revision > base.revision) await engine.apply(rev);
   });
   await timed('replay: commit + read back', () => engine.finishInPlace());
