@@ -112,9 +112,16 @@ export async function* readDeltaEvents(
       // A piece's events at a time, each handed on before the next piece is parsed: events kept alive across
       // a young-generation collection are copied by it (a whole read's worth cost the replay more than it saved).
       for (let at = 0; at < bytesRead; at += PARSE_SIZE) {
-        parser.write(filled.subarray(at, Math.min(at + PARSE_SIZE, bytesRead)), take);
+        let fault: unknown;
+        try {
+          parser.write(filled.subarray(at, Math.min(at + PARSE_SIZE, bytesRead)), take);
+        } catch (err) {
+          fault = err;
+        }
+        // the events before a fault are the delta's all the same: a partial restore keeps them
         for (const e of events) yield e;
         events.length = 0;
+        if (fault !== undefined) throw fault;
       }
     }
     parser.end();

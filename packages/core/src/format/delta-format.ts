@@ -138,10 +138,16 @@ export class DeltaParser {
 
   /** The events that end in `chunk`, to `emit`; a chunk may be reused once this returns. */
   write(chunk: Buffer, emit: (event: DeltaEvent) => void): void {
+    let emitting = false;
     try {
-      this.scan(chunk, emit);
+      this.scan(chunk, (event) => {
+        emitting = true;
+        emit(event);
+        emitting = false;
+      });
     } catch (err) {
-      throw err instanceof IntegrityError ? new IntegrityError(`${this.label}: ${err.message}`) : err;
+      // what `emit` throws is the caller's own, worded by it
+      throw !emitting && err instanceof IntegrityError ? new IntegrityError(`${this.label}: ${err.message}`) : err;
     }
   }
 
