@@ -7,7 +7,7 @@
 // written while the sidecar (etcd-snapshot run) takes a delta every 5 s; values depend on their index alone
 // (write-load.ts). The sidecar's store (its first full snapshot, taken of the base, and its deltas) is then what
 // restore, compact, gc and copy work on; save and validate work on the same etcd and its restored data dir.
-import { cp, mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -37,15 +37,18 @@ const { values } = parseArgs({
     revisions: { type: 'string' },
     over: { type: 'string' },
     rate: { type: 'string', default: '3600' },
+    keep: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
 if (values.help) {
-  console.log(`Usage: scripts/bench/run [--quick] [--keys N] [--revisions M] [--over K] [--rate 3600]
+  console.log(`Usage: scripts/bench/run [--quick] [--keys N] [--revisions M] [--over K] [--rate 3600] [--keep DIR]
 A base of N keys of 1 KiB, then M single-put revisions over K keys at --rate puts/s while the sidecar takes deltas;
 then every program on that dataset, each beside its reference. Defaults: N 130000 (a ~140 MB db), M 200000,
 K 10000; --quick: N 5000, M 20000, K 1000 (under 2 minutes). EBR_BIN=/path/to/etcdbrctl adds ebr's snapshot,
-restore, compact and copy (the sidecar then writes gzip, which ebr reads). Exits 1 on a wrong result.`);
+restore, compact and copy (the sidecar then writes gzip, which ebr reads). Exits 1 on a wrong result.
+--keep DIR works in DIR and leaves the dataset there: the sidecar's store (DIR/store), etcdctl's snapshot at the
+same revision (DIR/etcdctl.db) and the source's fingerprint (DIR/source.json), for restore-phases.ts.`);
   process.exit(0);
 }
 const preset = values.quick
@@ -58,7 +61,8 @@ const rate = Number(values.rate);
 const compression: CompressionPolicy = process.env.EBR_BIN ? 'gzip' : 'zstd';
 const root = new URL('../..', import.meta.url).pathname;
 const bin = (pkg: string, name: string) => join(root, 'packages', pkg, 'bin', `${name}.js`);
-const work = await mkdtemp(join(tmpdir(), 'bench-run-'));
+const work = values.keep ?? (await mkdtemp(join(tmpdir(), 'bench-run-')));
+await mkdir(work, { recursive: true });
 const storeDir = join(work, 'store');
 
 type Row = {
@@ -145,6 +149,7 @@ try {
   });
   if (written.errors > 0) wrong.push(`${written.errors} puts of the write load failed`);
   source = await keyspaceFingerprint(client, last);
+  await writeFile(join(work, 'source.json'), JSON.stringify(source));
 
   const etcdctlFile = join(work, 'etcdctl.db');
   const etcdctlSave = await measureEtcdctlSave(endpoint, etcdctlFile);
@@ -273,7 +278,15 @@ try {
     }),
   );
 } finally {
-  await rm(work, { recursive: true, force: true });
+  if (values.keep) {
+    // the dataset stays; what the programs made of it goes
+    for (const made of ['compact-store', 'ebr-store', 'restored', 'etcdctl-restored', 'ebr-restored'])
+      await rm(join(work, made), { recursive: true, force: true });
+    for (const made of ['restored-compacted', 'copy', 'cp', 'ebr-copy', 'ebr-copy-work', 'ebr-compact', 'save-store'])
+      await rm(join(work, made), { recursive: true, force: true });
+  } else {
+    await rm(work, { recursive: true, force: true });
+  }
 }
 
 const s = (m?: Measurement) => (m ? m.seconds.toFixed(2) : '');

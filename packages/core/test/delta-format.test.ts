@@ -3,10 +3,12 @@ import { Readable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { ebrStoreObject } from '../../../test/fixtures.js';
+import { decodeDeltaElement } from '../src/format/delta-event.js';
 import {
   DeltaDecoder,
   DeltaEncoder,
   type DeltaEvent,
+  decodeDeltaEvent,
   encodeDelta,
   encodeDeltaEvent,
   verifyDelta,
@@ -90,5 +92,65 @@ describe('delta format (ebr-compatible)', () => {
     await expect(verifyDelta(Readable.from([raw.subarray(0, raw.length - 5)]), 'd')).rejects.toThrow(/truncated/);
     await expect(verifyDelta(Readable.from([raw.subarray(0, 50)]), 'd')).rejects.toThrow(/truncated/);
     expect(await verifyDelta(Readable.from([raw]), 'd')).toEqual({ events: 3, firstRevision: 8, lastRevision: 8 });
+  });
+
+  it('reads an element in the layout Go writes as JSON.parse reads it, and leaves any other to JSON.parse', () => {
+    const base: DeltaEvent = {
+      type: 'put',
+      key: Buffer.from('/registry/pods/a'),
+      value: Buffer.from([0, 1, 2, 250, 255]),
+      createRevision: 3,
+      modRevision: 9,
+      version: 4,
+      lease: '0',
+      time: '2026-11-27T05:00:00.123456789Z',
+    };
+    const cases: DeltaEvent[] = [
+      base,
+      { ...base, lease: '7587869413498472327' },
+      { ...base, lease: '-5' },
+      { ...base, type: 'delete', value: Buffer.alloc(0), createRevision: 0, version: 0 },
+      { ...base, value: Buffer.alloc(0) },
+      { ...base, key: Buffer.from('k'), value: Buffer.from('xy') },
+      { ...base, time: '' },
+    ];
+    for (const e of cases) {
+      const json = encodeDeltaEvent(e);
+      expect(decodeDeltaElement(Buffer.from(json))).toEqual(decodeDeltaEvent(json));
+      expect(decodeDeltaElement(Buffer.from(json))).toEqual(e);
+    }
+    const json = encodeDeltaEvent(base);
+    // other layouts JSON allows, and damage: each read (or refused) exactly as JSON.parse reads it
+    const variants = [
+      json.replace('{"etcdEvent"', '{ "etcdEvent"'),
+      json.replace('"key":"', '"key":"\\u0041'),
+      json.replace(',"version":4', ',"version":4.0'),
+      json.replace(',"version":4', ',"version":04'),
+      json.replace(',"version":4', ',"version":-4'),
+      json.replace(',"mod_revision":9', ''),
+      json.replace('"value":"', '"value":"\\/'),
+      json.replace('"value":"', '"value":"A'),
+      json.replace('"value":"', '"value":"=A=='),
+      json.replace('"time":"2026', '"time":"\\u0032026'),
+      json.replace('"kv":{', '"kv":{"prev_kv":{},'),
+      json.replace('}},"time"', ',"lease":0}},"time"'),
+    ];
+    for (const v of variants) {
+      const viaParse = (() => {
+        try {
+          return decodeDeltaEvent(v);
+        } catch (err) {
+          return (err as Error).message;
+        }
+      })();
+      const viaElement = (() => {
+        try {
+          return decodeDeltaElement(Buffer.from(v));
+        } catch (err) {
+          return (err as Error).message;
+        }
+      })();
+      expect(viaElement, v).toEqual(viaParse);
+    }
   });
 });

@@ -59,6 +59,8 @@ export interface ChildOptions {
   revive?: (name: string, message: string) => Error;
   /** Called with the child's pid once it runs (to record it for a later run to stop). */
   started?: (pid: number | undefined) => void;
+  /** A message of the caller's own (neither a log line nor an outcome), and how to answer the child. */
+  onMessage?: (message: { type: string }, send: (message: object) => void) => void;
 }
 
 /**
@@ -100,7 +102,9 @@ export function runChild<T>(options: ChildOptions, request: unknown): Promise<T>
     child.on('message', (m: ChildMessage<T>) => {
       if (m.type === 'log') options.logger[m.level](m.msg, m.fields);
       else if (m.type === 'done') settle(() => resolve(m.result));
-      else settle(() => reject(options.revive?.(m.name, m.message) ?? new OperationError(m.message)));
+      else if (m.type === 'failed')
+        settle(() => reject(options.revive?.(m.name, m.message) ?? new OperationError(m.message)));
+      else options.onMessage?.(m, (answer) => child.connected && !settled && child.send(answer));
     });
     child.on('error', (err) => settle(() => reject(err)));
     child.on('exit', (code, sig) =>
@@ -110,26 +114,41 @@ export function runChild<T>(options: ChildOptions, request: unknown): Promise<T>
   });
 }
 
+/** The child's side of messages of the caller's own (runChild's `onMessage`). */
+export interface ParentChannel {
+  send(message: { type: string; [field: string]: unknown }): void;
+  /** Every message of the caller's own from the parent, from now on. */
+  onMessage(handler: (message: { type: string }) => void): void;
+}
+
 /**
  * The child's side of runChild: runs `work` on the request it is sent, with a signal that an `abort` message
  * stops, sends the outcome and disconnects. Without its parent nobody waits for the outcome: it exits (its
  * exit handlers stop whatever it started).
  */
-export function serveParent<R, T>(work: (request: R, logger: Logger, signal: AbortSignal) => Promise<T>): void {
+export function serveParent<R, T>(
+  work: (request: R, logger: Logger, signal: AbortSignal, parent: ParentChannel) => Promise<T>,
+): void {
   const logger = parentLogger();
   const controller = new AbortController();
   let finished = false;
   process.on('disconnect', () => {
     if (!finished) process.exit(1);
   });
+  const handlers: Array<(message: { type: string }) => void> = [];
+  const parent: ParentChannel = {
+    send: (message) => process.send!(message),
+    onMessage: (handler) => handlers.push(handler),
+  };
   process.on('message', (m: { type: string; request?: R }) => {
     if (m.type === 'abort') controller.abort(new Error('stopped'));
-    if (m.type === 'start' && m.request) void run(m.request);
+    else if (m.type === 'start' && m.request) void run(m.request);
+    else for (const handler of handlers) handler(m);
   });
   async function run(request: R): Promise<void> {
     let outcome: ChildMessage<T>;
     try {
-      outcome = { type: 'done', result: await work(request, logger, controller.signal) };
+      outcome = { type: 'done', result: await work(request, logger, controller.signal, parent) };
     } catch (err) {
       outcome = { type: 'failed', name: (err as Error)?.name ?? 'Error', message: errorMessage(err) };
     }

@@ -1,4 +1,4 @@
-import { chmodSync, closeSync, fsyncSync, ftruncateSync, openSync } from 'node:fs';
+import { chmodSync, closeSync, ftruncateSync, openSync } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { commitBuckets, rowsWith, writeBucket } from '../bbolt/bbolt-commit.js';
@@ -37,6 +37,20 @@ export async function layOutMemberDataDir(
   options: { signal?: AbortSignal } = {},
 ): Promise<void> {
   refuseDowngrade(binaries, dbFile);
+  await layOutAroundEmptyDb(binaries, dataDir, member, options);
+  await fsyncPath(await moveDbIntoLayout(binaries, dbFile, dataDir));
+}
+
+/**
+ * layOutMemberDataDir's first step, which needs no db: etcd's tool lays the data dir out around a new, empty db.
+ * So it can run while the db is still being made (a restore runs it beside the replay).
+ */
+export async function layOutAroundEmptyDb(
+  binaries: EtcdBinaries,
+  dataDir: string,
+  member: MemberConfig,
+  options: { signal?: AbortSignal } = {},
+): Promise<void> {
   const empty = `${dataDir}.empty.db`;
   await rm(empty, { force: true });
   // etcdutl writes the consistent index into `meta` without creating it.
@@ -46,13 +60,26 @@ export async function layOutMemberDataDir(
   } finally {
     await rm(empty, { force: true });
   }
-  const laidOut = join(dataDir, 'member', 'snap', 'db');
-  carryToolRows(laidOut, dbFile, binaries.etcdutl ?? binaries.etcdctl ?? 'etcd');
-  await rename(dbFile, laidOut);
-  await fsyncPath(dirname(laidOut));
 }
 
-/** The rows etcd's tool wrote into the empty db `from`, written into `into` and committed there, synced. */
+/**
+ * layOutMemberDataDir's second step: the rows etcd's tool wrote carried into `dbFile` (refused when `dbFile` shows a
+ * newer etcd than the tool's), which then takes the empty db's place in `dataDir`. Returns the db's path there. The
+ * db file is not synced (the caller syncs it before the data dir is used: fsyncPath), its folder is.
+ */
+export async function moveDbIntoLayout(binaries: EtcdBinaries, dbFile: string, dataDir: string): Promise<string> {
+  refuseDowngrade(binaries, dbFile);
+  const laidOut = join(dataDir, 'member', 'snap', 'db');
+  carryToolRows(laidOut, dbFile, binaries.etcdutl ?? binaries.etcdctl ?? 'etcd');
+  // Removed first, not renamed over: ext4 writes a file renamed over another out at once (auto_da_alloc), which
+  // would make this rename wait for the whole db to reach the disk (measured: restore-phases.ts).
+  await rm(laidOut);
+  await rename(dbFile, laidOut);
+  await fsyncPath(dirname(laidOut));
+  return laidOut;
+}
+
+/** The rows etcd's tool wrote into the empty db `from`, written into `into` and committed there (not synced). */
 function carryToolRows(from: string, into: string, tool: string): void {
   const written = bucketRows(from);
   const fd = openSync(into, 'r+');
@@ -76,7 +103,6 @@ function carryToolRows(from: string, into: string, tool: string): void {
     }
     // The commit starts where the db's pages end: etcd's sha256 trailer, if any, goes.
     ftruncateSync(fd, commitBuckets(fd, pages, reader.meta, buckets));
-    fsyncSync(fd);
   } finally {
     closeSync(fd);
   }

@@ -1,28 +1,15 @@
 import { createHash, type Hash } from 'node:crypto';
 import { Readable, Transform, type TransformCallback } from 'node:stream';
 import { IntegrityError } from '../common/errors.js';
+import { type DeltaEvent, decodeDeltaElement } from './delta-event.js';
 import { SHA256_TRAILER } from './sha256-trailer.js';
 
 /*
- * A delta snapshot as ebr writes it (and reads it): a JSON array of
- * `{"etcdEvent": <mvccpb.Event as Go's encoding/json writes it>, "time": RFC3339Nano}`, then the raw 32-byte
- * sha256 of the JSON bytes; the whole is then compressed. Go writes zero fields as absent, `type` 1 for a
- * DELETE, bytes as base64 and int64 as bare numbers — lease IDs exceed 2^53, so they stay decimal strings here.
+ * A delta snapshot as ebr writes it (and reads it): a JSON array of events (delta-event.ts), then the raw 32-byte
+ * sha256 of the JSON bytes; the whole is then compressed.
  */
 
-export interface DeltaEvent {
-  type: 'put' | 'delete';
-  key: Buffer;
-  /** Empty for a delete. */
-  value: Buffer;
-  createRevision: number;
-  modRevision: number;
-  version: number;
-  /** Lease ID as a decimal string; '0' for none. */
-  lease: string;
-  /** When the sidecar saw the event (RFC 3339). */
-  time: string;
-}
+export { type DeltaEvent, decodeDeltaEvent } from './delta-event.js';
 
 export const DELTA_TRAILER = SHA256_TRAILER;
 
@@ -55,51 +42,6 @@ export function encodeDeltaEvent(e: DeltaEvent): string {
     json += piece;
   });
   return json;
-}
-
-const INT64 = /^-?\d{1,19}$/;
-
-/** Parses and validates one element; anything unexpected is an IntegrityError naming the field. */
-export function decodeDeltaEvent(json: string): DeltaEvent {
-  let raw: unknown;
-  try {
-    // The reviver keeps the lease's source digits: JSON numbers past 2^53 lose precision. It is slow, and only
-    // events with a lease need it (no base64 or time string can hold the quoted name).
-    raw = json.includes('"lease"')
-      ? JSON.parse(json, function (this: unknown, key: string, value: unknown, context?: { source?: string }) {
-          return key === 'lease' && context?.source ? context.source : value;
-        } as never)
-      : JSON.parse(json);
-  } catch (err) {
-    throw new IntegrityError(`delta event is not JSON: ${(err as Error).message}`);
-  }
-  const event = (raw as { etcdEvent?: { type?: unknown; kv?: Record<string, unknown> } })?.etcdEvent;
-  const kv = event?.kv;
-  if (!kv || typeof kv !== 'object' || typeof kv.key !== 'string')
-    throw new IntegrityError('delta event has no kv.key');
-  const type = event.type === undefined || event.type === 0 ? 'put' : event.type === 1 ? 'delete' : undefined;
-  if (!type) throw new IntegrityError(`delta event has an unknown type ${JSON.stringify(event.type)}`);
-  const num = (name: string): number => {
-    const v = kv[name] ?? 0;
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0)
-      throw new IntegrityError(`delta event kv.${name} is not a revision`);
-    return v;
-  };
-  const lease = String(kv.lease ?? '0');
-  if (!INT64.test(lease)) throw new IntegrityError('delta event kv.lease is not an int64');
-  const time = (raw as { time?: unknown }).time;
-  const decoded: DeltaEvent = {
-    type,
-    key: Buffer.from(kv.key, 'base64'),
-    value: typeof kv.value === 'string' ? Buffer.from(kv.value, 'base64') : Buffer.alloc(0),
-    createRevision: num('create_revision'),
-    modRevision: num('mod_revision'),
-    version: num('version'),
-    lease,
-    time: typeof time === 'string' ? time : '',
-  };
-  if (decoded.modRevision === 0) throw new IntegrityError('delta event has no kv.mod_revision');
-  return decoded;
 }
 
 /**
@@ -172,12 +114,13 @@ export function encodeDelta(events: Iterable<DeltaEvent> | AsyncIterable<DeltaEv
 }
 
 /**
- * Splits a delta's bytes (decompressed) into events, in object mode, and fails at the end unless the
- * trailer is the sha256 of the JSON. Events stream out before the check, so a caller that must not act on
- * a damaged delta verifies it first (verifyDelta) and reads it again.
+ * Splits a delta's bytes (decompressed) into events, and fails at the end unless the trailer is the sha256 of the
+ * JSON. Events come out before the check, so a caller that must not act on a damaged delta verifies it first
+ * (verifyDelta, or fetchDelta's check on the way to a file) and reads it again — then with `verified`, which
+ * skips the second sha256 of the same bytes but still requires the array to end in a 32-byte trailer.
  */
-export class DeltaDecoder extends Transform {
-  private readonly hash: Hash = createHash('sha256');
+export class DeltaParser {
+  private readonly hash?: Hash;
   private state: 'start' | 'array' | 'trailer' = 'start';
   private depth = 0;
   private inString = false;
@@ -186,31 +129,40 @@ export class DeltaDecoder extends Transform {
   private trailer: Buffer[] = [];
   private trailerBytes = 0;
 
-  constructor(private readonly label: string) {
-    super({ readableObjectMode: true });
+  constructor(
+    private readonly label: string,
+    options: { verified?: boolean } = {},
+  ) {
+    if (!options.verified) this.hash = createHash('sha256');
   }
 
-  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+  /** The events that end in `chunk`, to `emit`; a chunk may be reused once this returns. */
+  write(chunk: Buffer, emit: (event: DeltaEvent) => void): void {
+    let emitting = false;
     try {
-      this.scan(chunk);
-      done();
+      this.scan(chunk, (event) => {
+        emitting = true;
+        emit(event);
+        emitting = false;
+      });
     } catch (err) {
-      done(err instanceof IntegrityError ? new IntegrityError(`${this.label}: ${err.message}`) : (err as Error));
+      // what `emit` throws is the caller's own, worded by it
+      throw !emitting && err instanceof IntegrityError ? new IntegrityError(`${this.label}: ${err.message}`) : err;
     }
   }
 
-  override _flush(done: TransformCallback): void {
+  /** After the last chunk: throws unless the array ended and its trailer is whole (and matches, unless `verified`). */
+  end(): void {
     const trailer = Buffer.concat(this.trailer);
     if (this.state !== 'trailer' || trailer.length !== DELTA_TRAILER) {
-      return done(new IntegrityError(`${this.label} is truncated: the JSON array or its 32-byte sha256 is incomplete`));
+      throw new IntegrityError(`${this.label} is truncated: the JSON array or its 32-byte sha256 is incomplete`);
     }
-    if (!this.hash.digest().equals(trailer)) {
-      return done(new IntegrityError(`${this.label} is damaged: its content does not match its sha256 trailer`));
+    if (this.hash && !this.hash.digest().equals(trailer)) {
+      throw new IntegrityError(`${this.label} is damaged: its content does not match its sha256 trailer`);
     }
-    done();
   }
 
-  private scan(chunk: Buffer): void {
+  private scan(chunk: Buffer, emit: (event: DeltaEvent) => void): void {
     let i = 0;
     if (this.state === 'trailer') return this.addTrailer(chunk);
     let elementStart = this.depth > 0 ? 0 : -1;
@@ -250,14 +202,15 @@ export class DeltaDecoder extends Transform {
       } else if (c === 0x7d) {
         this.depth--;
         if (this.depth === 0) {
-          this.element.push(chunk.subarray(elementStart, i + 1));
-          this.push(decodeDeltaEvent(Buffer.concat(this.element).toString('utf8')));
+          const tail = chunk.subarray(elementStart, i + 1);
+          const whole = this.element.length === 0 ? tail : Buffer.concat([...this.element, tail]);
           this.element = [];
           elementStart = -1;
+          emit(decodeDeltaElement(whole));
         } else if (this.depth < 0) throw new IntegrityError('a delta has unbalanced braces');
       } else if (this.depth === 0) {
         if (c === 0x5d) {
-          this.hash.update(chunk.subarray(0, i + 1));
+          this.hash?.update(chunk.subarray(0, i + 1));
           this.state = 'trailer';
           return this.addTrailer(chunk.subarray(i + 1));
         }
@@ -265,7 +218,7 @@ export class DeltaDecoder extends Transform {
       }
     }
     if (this.depth > 0 && elementStart >= 0) this.element.push(Buffer.from(chunk.subarray(elementStart)));
-    this.hash.update(chunk);
+    this.hash?.update(chunk);
   }
 
   private addTrailer(bytes: Buffer): void {
@@ -273,6 +226,34 @@ export class DeltaDecoder extends Transform {
     this.trailerBytes += bytes.length;
     if (this.trailerBytes > DELTA_TRAILER) throw new IntegrityError('unexpected bytes after the sha256 trailer');
     this.trailer.push(Buffer.from(bytes));
+  }
+}
+
+/** DeltaParser as a stream: bytes in, events out (object mode). */
+export class DeltaDecoder extends Transform {
+  private readonly parser: DeltaParser;
+
+  constructor(label: string, options: { verified?: boolean } = {}) {
+    super({ readableObjectMode: true });
+    this.parser = new DeltaParser(label, options);
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    try {
+      this.parser.write(chunk, (event) => this.push(event));
+      done();
+    } catch (err) {
+      done(err as Error);
+    }
+  }
+
+  override _flush(done: TransformCallback): void {
+    try {
+      this.parser.end();
+      done();
+    } catch (err) {
+      done(err as Error);
+    }
   }
 }
 

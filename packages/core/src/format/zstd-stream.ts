@@ -80,7 +80,7 @@ export class ZstdCompress extends Transform {
  * one damaged or hostile object from the store would fill memory outside the JS heap, in one call.
  */
 export class ZstdDecompress extends Transform {
-  private readonly dctx = new zstd.DCtx();
+  private readonly dctx = idleContexts.pop() ?? new zstd.DCtx();
   private readonly out = new OutputBuffer(this);
   private inFrame = false;
   /** The rest of a chunk whose decoding waits for the reader, and the chunk's callback. */
@@ -130,7 +130,26 @@ export class ZstdDecompress extends Transform {
     this.out.handOn();
     done();
   }
+
+  override _destroy(err: Error | null, done: (err: Error | null) => void): void {
+    this.paused = undefined;
+    try {
+      this.dctx.reset(zstd.ResetDirective.sessionAndParameters);
+      if (idleContexts.length < IDLE_CONTEXTS) idleContexts.push(this.dctx);
+    } catch {
+      // a context zstd cannot reset is left to the garbage collector
+    }
+    done(err);
+  }
 }
+
+/**
+ * Decompression contexts of ended streams, for the next ones. A context keeps its window buffer (up to a frame's
+ * window, MBs) in native memory, which only a major garbage collection of its JS object would free: a restore
+ * decompressing its deltas one after another held ~15 MB more for contexts of streams long ended.
+ */
+const idleContexts: InstanceType<typeof zstd.DCtx>[] = [];
+const IDLE_CONTEXTS = 4;
 
 /** A stream's output buffer, filled by zstd calls and pushed once full (or at the end). */
 class OutputBuffer {

@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, ftruncateSync, openSync } from 'node:fs';
+import { closeSync, ftruncateSync, openSync } from 'node:fs';
 import { rename } from 'node:fs/promises';
 import { commitBuckets, writeBucket } from '../bbolt/bbolt-commit.js';
 import { type BboltMeta, BboltReader, type BucketValue } from '../bbolt/bbolt-file.js';
@@ -101,8 +101,6 @@ export class DirectReplayEngine implements ReplayEngine {
 
   async finishInPlace(): Promise<number> {
     this.commit();
-    // The db is a member's from now on: on disk before anyone starts etcd on it or moves it into place.
-    fsyncSync(this.fd!);
     const revision = this.readBack();
     closeSync(this.fd!);
     this.fd = undefined;

@@ -6,7 +6,8 @@ import type { CatalogEntry } from '../backup/snapshot-catalog.js';
 import type { SnapshotChain } from '../backup/snapshot-chain.js';
 import { errorMessage, IntegrityError, OperationError } from '../common/errors.js';
 import { type Logger, silentLogger } from '../common/logger.js';
-import { prefetchInOrder } from '../common/ordered-prefetch.js';
+import { type Fetched, prefetchInOrder } from '../common/ordered-prefetch.js';
+import type { ChainBase } from '../format/decompressed-limit.js';
 import { groupRevisions, type Revision } from '../format/delta-revisions.js';
 import type { FullSnapshotFacts } from '../format/full-snapshot-check.js';
 import type { SnapStore } from '../store/snapstore.js';
@@ -22,6 +23,13 @@ export interface ChainReplayOptions {
   engine: ReplayEngine;
   /** Deltas downloaded ahead of the one being applied, each to its own temp file. */
   maxFetchers: number;
+  /**
+   * Where the deltas' files come from, in the chain's order, once the full snapshot is in: by default each is
+   * fetched here (fetchDelta, `maxFetchers` ahead). A restore has its other process fetch them
+   * (restore/delta-feed.ts), so that decompressing and checking them runs beside the replay, not between its
+   * revisions. Each file is the replay's to delete once applied.
+   */
+  deltaFiles?: (base: ChainBase, signal?: AbortSignal) => AsyncIterable<Fetched<CatalogEntry, string>>;
   /** On a damaged or missing delta, finish at the last good revision instead of failing. */
   allowPartial?: boolean;
   logger?: Logger;
@@ -39,7 +47,7 @@ export interface ChainReplayResult {
   revision: number;
   /** The result as an etcd snapshot file (db plus sha256 trailer), verified; unless `dbFile` holds it. */
   snapshotFile?: string;
-  /** The result as a bare db file, synced, its revision read back: when `inPlace` was asked for and the engine could. */
+  /** The result as a bare db file, its revision read back, not yet synced: when `inPlace` was asked for and the engine could. */
   dbFile?: string;
   /** The revision the full snapshot held (may be above its name: etcd#9037). */
   baseRevision: number;
@@ -89,17 +97,17 @@ export async function replayChain(options: ChainReplayOptions): Promise<ChainRep
   let finished = false;
   try {
     await engine.open({ file: baseFile, revision: base.revision });
-    const fetched = prefetchInOrder(
-      chain.deltas,
-      async (entry, signal) => {
-        await fetchDelta(store, entry, deltaFile(workDir, entry), {
-          signal,
-          base: { revision: base.revision, dbSize: base.size },
-        });
-        return deltaFile(workDir, entry);
-      },
-      { concurrency: options.maxFetchers, signal: options.signal, discard: (file) => rm(file, { force: true }) },
-    );
+    const chainBase = { revision: base.revision, dbSize: base.size };
+    const fetched =
+      options.deltaFiles?.(chainBase, options.signal) ??
+      prefetchInOrder(
+        chain.deltas,
+        async (entry, signal) => {
+          await fetchDelta(store, entry, deltaFile(workDir, entry), { signal, base: chainBase });
+          return deltaFile(workDir, entry);
+        },
+        { concurrency: options.maxFetchers, signal: options.signal, discard: (file) => rm(file, { force: true }) },
+      );
     for await (const { item: entry, value, error } of fetched) {
       options.signal?.throwIfAborted();
       const label = `${store.location}/${entry.name}`;
@@ -118,7 +126,7 @@ export async function replayChain(options: ChainReplayOptions): Promise<ChainRep
         break;
       }
       try {
-        for await (const rev of groupRevisions(readDeltaEvents(file, entry, label))) {
+        for await (const rev of groupRevisions(readDeltaEvents(file, entry, label, { verified: true }))) {
           if (rev.revision <= reached) continue;
           if (rev.revision > wanted) {
             finished = true;
@@ -190,7 +198,8 @@ async function fetchBase(
   }
 }
 
-function deltaFile(workDir: string, entry: CatalogEntry): string {
+/** Where a delta's decompressed file goes in a replay's work dir. */
+export function deltaFile(workDir: string, entry: CatalogEntry): string {
   return join(workDir, 'deltas', `${entry.name.replaceAll('/', '_')}.json`);
 }
 

@@ -18,8 +18,8 @@ export interface ReplayEngine {
   finish(file: string): Promise<FullSnapshotFacts>;
   /**
    * Only engines that extend the db file they opened, rather than produce a new one: leaves the result in that
-   * file (no trailer), synced to disk, and returns the revision read back from it. So the file can be a member
-   * data dir's db, laid out from the full snapshot before the replay (see replay-chain.ts).
+   * file (no trailer) and returns the revision read back from it. The file is not synced: the caller makes it a
+   * member data dir's db (see replay-chain.ts) and syncs it before anyone may start etcd on it, while it verifies it.
    */
   finishInPlace?(): Promise<number>;
   /** Releases everything (processes, files); safe to call at any point, more than once. */

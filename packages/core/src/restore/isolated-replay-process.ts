@@ -1,11 +1,12 @@
 import { serveParent } from '../common/child-process.js';
 import { replayChain } from '../replay/replay-chain.js';
 import { openStore } from '../store/location.js';
+import { deltasFromParent } from './delta-feed.js';
 import type { IsolatedReplayRequest, ReplayOutcome } from './isolated-replay.js';
 import { createReplayEngine } from './replay-method.js';
 
 // The child side of isolated-replay.ts: one chain replayed, its outcome sent back.
-serveParent(async (request: IsolatedReplayRequest, logger, signal): Promise<ReplayOutcome> => {
+serveParent(async (request: IsolatedReplayRequest, logger, signal, parent): Promise<ReplayOutcome> => {
   const store = await openStore(request.storeUrl, { encryptionKeyFile: request.encryptionKeyFile });
   const result = await replayChain({
     store,
@@ -20,6 +21,7 @@ serveParent(async (request: IsolatedReplayRequest, logger, signal): Promise<Repl
       logger,
     }),
     maxFetchers: request.maxFetchers,
+    ...(request.feedDeltas ? { deltaFiles: deltasFromParent(parent, request.chain.deltas) } : {}),
     allowPartial: request.allowPartial,
     inPlace: request.inPlace,
     logger,

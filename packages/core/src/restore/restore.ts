@@ -4,12 +4,13 @@ import { forkFolder, setAside } from '../backup/set-aside.js';
 import { listSnapshots } from '../backup/snapshot-catalog.js';
 import type { SnapshotChain } from '../backup/snapshot-chain.js';
 import { errorMessage, OperationError } from '../common/errors.js';
+import { fsyncPath } from '../common/fsync-path.js';
 import { type Logger, silentLogger } from '../common/logger.js';
 import { type EtcdBinaries, findEtcdBinaries } from '../etcd/etcd-binaries.js';
 import type { EtcdConnection } from '../etcd/etcd-client.js';
 import type { KeyspaceFingerprint } from '../etcd/keyspace-fingerprint.js';
-import { layOutMemberDataDir } from '../etcd/member-layout.js';
-import type { MemberConfig } from '../etcd/snapshot-restore-command.js';
+import { layOutAroundEmptyDb, moveDbIntoLayout } from '../etcd/member-layout.js';
+import { type MemberConfig, refuseDowngrade } from '../etcd/snapshot-restore-command.js';
 import { proveDbAgainstCluster } from '../proof/live-proof.js';
 import { ProofError, type ProofReport } from '../proof/proof-verdict.js';
 import { type ChainReplayResult, UnusableFullSnapshotError } from '../replay/replay-chain.js';
@@ -123,6 +124,7 @@ export async function restore(options: RestoreOptions): Promise<RestoreResult> {
             maxFetchers: options.maxFetchers ?? 4,
             allowPartial: options.allowPartial,
             inPlace: true,
+            feedDeltas: true,
           },
           logger,
           options.signal,
@@ -254,7 +256,10 @@ function memberDataDir(workDir: string): string {
 
 /**
  * Lays the member's data dir out around the replayed db (etcd's own restore tool, on an empty db: see
- * member-layout.ts), proves it (result-verification.ts) and swaps it in.
+ * member-layout.ts), proves it (result-verification.ts) and swaps it in. The db is synced while it is verified:
+ * the verification reads what the page cache holds either way, and nothing is swapped in before both are done.
+ * (The tool is not run beside the replay: its 64 MB WAL would then take disk space before the chain proved
+ * usable.)
  */
 async function finish(
   options: RestoreOptions,
@@ -278,12 +283,17 @@ async function finish(
   }
   const dataDir = memberDataDir(ctx.workDir);
   ctx.logger.info('laying out the member data dir', { member: options.member.name, revision });
-  const db = replayed.dbFile ?? replayed.snapshotFile!;
-  await layOutMemberDataDir(ctx.binaries, db, dataDir, options.member, { signal: ctx.signal });
+  const replayedDb = replayed.dbFile ?? replayed.snapshotFile!;
+  refuseDowngrade(ctx.binaries, replayedDb); // before anything is laid out
+  await layOutAroundEmptyDb(ctx.binaries, dataDir, options.member, { signal: ctx.signal });
+  const db = await moveDbIntoLayout(ctx.binaries, replayedDb, dataDir);
   ctx.signal?.throwIfAborted();
   const method = options.verify ?? 'check';
   ctx.logger.info('verifying the result', { revision, verify: method });
+  const synced = fsyncPath(db);
+  synced.catch(() => {}); // awaited below; a failed verification reports its own error
   const verified = await verifyResult(method, dataDir, replayed, ctx);
+  await synced;
   ctx.signal?.throwIfAborted();
   let proof: ProofReport | undefined;
   if (options.proveAgainst) {
