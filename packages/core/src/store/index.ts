@@ -1,6 +1,6 @@
 /**
- * Where snapshots live: one SnapStore interface, a provider a folder (local, S3, GCS, Azure), URLs and ebr's
- * flags, retries as a wrapper, stored digests.
+ * Where snapshots live: one SnapStore interface, a provider a folder (local, S3 with ECS and OCS, GCS, Azure, Swift,
+ * OSS), URLs and ebr's flags, retries as a wrapper, stored digests.
  * May use: common/, format/.
  */
 export type { AzureStore } from './azure/azure-store.js';
@@ -20,3 +20,4 @@ export * from './source-credentials.js';
 export * from './store-file.js';
 export * from './store-url.js';
 export * from './stored-digest.js';
+export type { SwiftStore } from './swift/swift-store.js';
