@@ -10,6 +10,7 @@ export { cleanupIncompleteUploads } from './incomplete-uploads.js';
 export { LocalStore } from './local.js';
 export { type OpenOptions, openStore } from './location.js';
 export { checkMetadata } from './metadata.js';
+export type { OssStore } from './oss/oss-store.js';
 export { type ProviderFlags, storeUrlFromProviderFlags } from './provider-flags.js';
 export { DEFAULT_RETRY_POLICY, isTransient, RetryingStore, type RetryPolicy } from './retry.js';
 // The cloud providers load lazily through openStore(); their classes are exported as types only, so that

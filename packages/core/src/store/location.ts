@@ -39,6 +39,7 @@ const openers = new Map<string, StoreOpener>([
   ['gs', cloud(async () => (await import('./gcs/gcs-store.js')).openGcsStore)],
   ['azblob', cloud(async () => (await import('./azure/azure-store.js')).openAzureStore)],
   ['swift', cloud(async () => (await import('./swift/swift-store.js')).openSwiftStore)],
+  ['oss', cloud(async () => (await import('./oss/oss-store.js')).openOssStore)],
 ]);
 
 export async function openStore(raw: string, options: OpenOptions = {}): Promise<EncryptedStore> {
