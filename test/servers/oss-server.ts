@@ -86,7 +86,7 @@ export async function startOssServer(): Promise<OssTestServer> {
         const e = err instanceof OssError ? err : new OssError(500, 'InternalError', String(err));
         if (e.code === 'SignatureDoesNotMatch' || e.code === 'InvalidAccessKeyId') refused++;
         const body =
-          `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${e.code}</Code><Message>${escape(e.message)}</Message>` +
+          `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${e.code}</Code><Message>${xmlText(e.message)}</Message>` +
           `<RequestId>${requestId()}</RequestId><HostId>127.0.0.1</HostId></Error>`;
         send(res, e.status, body, { 'content-type': 'application/xml' });
       }
@@ -123,7 +123,7 @@ export async function startOssServer(): Promise<OssTestServer> {
       return send(
         res,
         200,
-        `<?xml version="1.0" encoding="UTF-8"?>\n<InitiateMultipartUploadResult><Bucket>${bucket}</Bucket><Key>${escape(key)}</Key><UploadId>${uploadId}</UploadId></InitiateMultipartUploadResult>`,
+        `<?xml version="1.0" encoding="UTF-8"?>\n<InitiateMultipartUploadResult><Bucket>${bucket}</Bucket><Key>${xmlText(key)}</Key><UploadId>${uploadId}</UploadId></InitiateMultipartUploadResult>`,
         { 'content-type': 'application/xml' },
       );
     }
@@ -228,7 +228,7 @@ export async function startOssServer(): Promise<OssTestServer> {
     return send(
       res,
       200,
-      `<?xml version="1.0" encoding="UTF-8"?>\n<CompleteMultipartUploadResult><Bucket>${bucket}</Bucket><Key>${escape(key)}</Key><ETag>"${etag.toUpperCase()}"</ETag></CompleteMultipartUploadResult>`,
+      `<?xml version="1.0" encoding="UTF-8"?>\n<CompleteMultipartUploadResult><Bucket>${bucket}</Bucket><Key>${xmlText(key)}</Key><ETag>"${etag.toUpperCase()}"</ETag></CompleteMultipartUploadResult>`,
       { 'content-type': 'application/xml' },
     );
   }
@@ -243,13 +243,13 @@ export async function startOssServer(): Promise<OssTestServer> {
     const contents = page
       .map((k) => {
         const o = objects.get(k)!;
-        return `<Contents><Key>${escape(k)}</Key><LastModified>${o.modified.toISOString()}</LastModified><ETag>"${o.etag.toUpperCase()}"</ETag><Type>Normal</Type><Size>${o.data.length}</Size><StorageClass>Standard</StorageClass><Owner><ID>${OWNER}</ID><DisplayName>${OWNER}</DisplayName></Owner></Contents>`;
+        return `<Contents><Key>${xmlText(k)}</Key><LastModified>${o.modified.toISOString()}</LastModified><ETag>"${o.etag.toUpperCase()}"</ETag><Type>Normal</Type><Size>${o.data.length}</Size><StorageClass>Standard</StorageClass><Owner><ID>${OWNER}</ID><DisplayName>${OWNER}</DisplayName></Owner></Contents>`;
       })
       .join('');
     send(
       res,
       200,
-      `<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult><Name>${bucket}</Name><Prefix>${escape(prefix)}</Prefix><Marker>${escape(marker)}</Marker><MaxKeys>${max}</MaxKeys><Delimiter></Delimiter><IsTruncated>${truncated}</IsTruncated>${truncated ? `<NextMarker>${escape(page[page.length - 1])}</NextMarker>` : ''}${contents}</ListBucketResult>`,
+      `<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult><Name>${bucket}</Name><Prefix>${xmlText(prefix)}</Prefix><Marker>${xmlText(marker)}</Marker><MaxKeys>${max}</MaxKeys><Delimiter></Delimiter><IsTruncated>${truncated}</IsTruncated>${truncated ? `<NextMarker>${xmlText(page[page.length - 1])}</NextMarker>` : ''}${contents}</ListBucketResult>`,
       { 'content-type': 'application/xml' },
     );
   }
@@ -258,7 +258,7 @@ export async function startOssServer(): Promise<OssTestServer> {
     const items = [...uploadsOf(bucket).entries()]
       .map(
         ([id, u]) =>
-          `<Upload><Key>${escape(u.key)}</Key><UploadId>${id}</UploadId><Initiated>${u.initiated.toISOString()}</Initiated></Upload>`,
+          `<Upload><Key>${xmlText(u.key)}</Key><UploadId>${id}</UploadId><Initiated>${u.initiated.toISOString()}</Initiated></Upload>`,
       )
       .join('');
     send(
@@ -315,8 +315,8 @@ export async function startOssServer(): Promise<OssTestServer> {
   }
 
   function uploadsOf(bucket: string): Map<string, Upload> {
-    let map = uploads.get(bucket);
-    if (!map) uploads.set(bucket, (map = new Map()));
+    const map = uploads.get(bucket) ?? new Map<string, Upload>();
+    uploads.set(bucket, map);
     return map;
   }
 
@@ -360,7 +360,7 @@ function requestId(): string {
   return randomBytes(12).toString('hex').toUpperCase();
 }
 
-function escape(text: string): string {
+function xmlText(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
