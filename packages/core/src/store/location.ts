@@ -40,6 +40,8 @@ const openers = new Map<string, StoreOpener>([
   ['azblob', cloud(async () => (await import('./azure/azure-store.js')).openAzureStore)],
   ['swift', cloud(async () => (await import('./swift/swift-store.js')).openSwiftStore)],
   ['oss', cloud(async () => (await import('./oss/oss-store.js')).openOssStore)],
+  ['ecs', cloud(async () => (await import('./s3/s3-store.js')).openEcsStore)],
+  ['ocs', cloud(async () => (await import('./s3/s3-store.js')).openOcsStore)],
 ]);
 
 export async function openStore(raw: string, options: OpenOptions = {}): Promise<EncryptedStore> {
