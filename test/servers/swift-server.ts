@@ -10,7 +10,7 @@
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { openSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -105,8 +105,19 @@ export async function startSwift(dir: string): Promise<SwiftServer> {
     return swift;
   } catch (err) {
     await stop();
-    throw err;
+    throw new Error(`${(err as Error).message}\n${await logTails(dir)}`);
   }
+}
+
+/** The end of each server's log, for a start-up that failed (the caller may remove the folder). */
+async function logTails(dir: string): Promise<string> {
+  const tails = await Promise.all(
+    ['memcached', ...SERVERS].map(async (name) => {
+      const text = await readFile(join(dir, `${name}.log`), 'utf8').catch(() => '');
+      return `--- ${name}.log\n${text.split('\n').slice(-8).join('\n')}`;
+    }),
+  );
+  return tails.join('\n');
 }
 
 async function authenticate(authUrl: string, user: string, key: string) {
@@ -119,7 +130,7 @@ async function authenticate(authUrl: string, user: string, key: string) {
 
 /** Ready when a container can be made and listed: the proxy, tempauth's memcached and all three rings answer. */
 async function waitUntilReady(swift: SwiftServer, children: ChildProcess[]): Promise<void> {
-  const deadline = Date.now() + 60_000;
+  const deadline = Date.now() + 120_000;
   for (;;) {
     const exited = children.find((c) => c.exitCode !== null);
     if (exited)
@@ -130,7 +141,7 @@ async function waitUntilReady(swift: SwiftServer, children: ChildProcess[]): Pro
     } catch {
       // not yet
     }
-    if (Date.now() > deadline) throw new Error(`Swift did not get ready in 60 s: see the logs in ${swift.dir}`);
+    if (Date.now() > deadline) throw new Error(`Swift did not get ready in 120 s`);
     await sleep(200);
   }
 }
