@@ -57,7 +57,10 @@ export async function startKeystone(options: {
   });
 
   async function answer(req: IncomingMessage, text: string): Promise<{ status: number; body: object; token?: string }> {
-    if (req.method !== 'POST' || new URL(req.url ?? '/', 'http://x').pathname.replace(/\/+$/, '') !== '/v3/auth/tokens') {
+    if (
+      req.method !== 'POST' ||
+      new URL(req.url ?? '/', 'http://x').pathname.replace(/\/+$/, '') !== '/v3/auth/tokens'
+    ) {
       return { status: 404, body: error(404, 'Not Found', 'The resource could not be found.') };
     }
     let auth: AuthRequest;
@@ -88,15 +91,26 @@ export async function startKeystone(options: {
       const credential = (options.applicationCredentials ?? []).find((c) =>
         given?.id ? c.id === given.id : c.name === given?.name && c.user === given?.user?.name,
       );
-      user = credential && credential.secret === given?.secret ? options.users.find((u) => u.name === credential.user) : undefined;
+      user =
+        credential && credential.secret === given?.secret
+          ? options.users.find((u) => u.name === credential.user)
+          : undefined;
     } else {
-      return { status: 400, body: error(400, 'Bad Request', `Unsupported authentication methods: ${methods.join(', ')}`) };
+      return {
+        status: 400,
+        body: error(400, 'Bad Request', `Unsupported authentication methods: ${methods.join(', ')}`),
+      };
     }
     if (!user) return { status: 401, body: unauthorized() };
     logins[method]++;
     const { storageUrl, token } = await options.swift.token();
     const unreachable = storageUrl.replace(/^http:\/\/[^/]+/, 'http://127.0.0.1:1');
-    const endpoint = (iface: string, url: string, where: string) => ({ interface: iface, region: where, region_id: where, url });
+    const endpoint = (iface: string, url: string, where: string) => ({
+      interface: iface,
+      region: where,
+      region_id: where,
+      url,
+    });
     return {
       status: 201,
       token,

@@ -40,7 +40,9 @@ describe('Keystone v3 logins, with credentials as ebr reads them', () => {
     swift = await target();
     keystone = await startKeystone({
       swift: swift.server,
-      users: [{ name: 'etcd-backup', domain: 'Default', password: 'pass-word', project: { name: 'etcd', domain: 'Default' } }],
+      users: [
+        { name: 'etcd-backup', domain: 'Default', password: 'pass-word', project: { name: 'etcd', domain: 'Default' } },
+      ],
       applicationCredentials: [{ id: 'ac-0123', name: 'backups', secret: 'ac-secret', user: 'etcd-backup' }],
     });
     dir = await mkdtemp(join(tmpdir(), 'keystone-'));
@@ -136,7 +138,9 @@ describe('Keystone v3 logins, with credentials as ebr reads them', () => {
       /no object-store endpoint in region "Nowhere"; it has: RegionOne, RegionOne-other/,
     );
     const both = await secretDir('both', { ...password(), applicationCredentialSecret: 'ac-secret' });
-    expect(await refused({ OPENSTACK_APPLICATION_CREDENTIALS: both })).toMatch(/both a password and an application credential/);
+    expect(await refused({ OPENSTACK_APPLICATION_CREDENTIALS: both })).toMatch(
+      /both a password and an application credential/,
+    );
   });
 });
 
@@ -144,7 +148,11 @@ describe("large objects as ebr lays them out (segments under the object's name)"
   let swift: SwiftTarget;
   let store: SnapStore;
   /** A raw request to the account, as ebr's client makes them. */
-  let raw: (method: string, path: string, init?: { headers?: Record<string, string>; body?: Buffer }) => Promise<Response>;
+  let raw: (
+    method: string,
+    path: string,
+    init?: { headers?: Record<string, string>; body?: Buffer },
+  ) => Promise<Response>;
   const prefix = 'ebr-layout/etcd-main';
   beforeAll(async () => {
     swift = await target();
