@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RotatingCredentials, readCredentials } from '../../src/store/credential-files.js';
-import { sourceCredentialsEnv } from '../../src/store/source-credentials.js';
 import { AWS_CREDENTIAL_ENV, AWS_CREDENTIAL_FIELDS } from '../../src/store/s3/config.js';
+import { sourceCredentialsEnv } from '../../src/store/source-credentials.js';
 import { type S3Target, startS3Target } from './s3-target.js';
 import { bodyOf } from './streams.js';
 
@@ -80,7 +80,7 @@ describe('ebr credential layouts', () => {
 });
 
 describe("a copy's source credentials (SOURCE_ variables, as ebr reads them)", () => {
-  it('SOURCE_<provider>_APPLICATION_CREDENTIALS stands in for the destination\'s, and SOURCE_OS_* for all of OS_*', () => {
+  it("SOURCE_<provider>_APPLICATION_CREDENTIALS stands in for the destination's, and SOURCE_OS_* for all of OS_*", () => {
     const env = sourceCredentialsEnv({
       OPENSTACK_APPLICATION_CREDENTIALS_JSON: '/dest/swift.json',
       SOURCE_OPENSTACK_APPLICATION_CREDENTIALS: '/source/swift',
