@@ -29,7 +29,8 @@ export function transferOptions(query: QueryOptions, rules: PartSizeRules, where
   const partSize = query.size('partSize') ?? rules.defaultSize ?? DEFAULT_PART_SIZE;
   if (partSize < rules.min || (rules.multipleOf && partSize % rules.multipleOf !== 0)) {
     const multiple = rules.multipleOf ? ` and a multiple of ${rules.multipleOf / 1024} KiB` : '';
-    throw new UsageError(`${where}: partSize must be at least ${rules.min / 1024 / 1024} MiB${multiple}`);
+    const min = rules.min % (1024 * 1024) === 0 ? `${rules.min / 1024 / 1024} MiB` : `${rules.min / 1024} KiB`;
+    throw new UsageError(`${where}: partSize must be at least ${min}${multiple}`);
   }
   return {
     partSize,
