@@ -33,6 +33,8 @@ export interface KeystoneServer extends TestServer {
   region: string;
   /** Successful logins so far, by method. */
   readonly logins: { password: number; application_credential: number };
+  /** The next `count` logins get a token Swift does not know, as a token revoked or expired early would be. */
+  staleTokens(count: number): void;
 }
 
 const TOKEN_LIFE_MS = 3_600_000;
@@ -45,6 +47,7 @@ export async function startKeystone(options: {
 }): Promise<KeystoneServer> {
   const region = options.region ?? 'RegionOne';
   const logins = { password: 0, application_credential: 0 };
+  let stale = 0;
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -103,7 +106,10 @@ export async function startKeystone(options: {
     }
     if (!user) return { status: 401, body: unauthorized() };
     logins[method]++;
-    const { storageUrl, token } = await options.swift.token();
+    const session = await options.swift.token();
+    const { storageUrl } = session;
+    const token = stale > 0 ? `AUTH_tk${'0'.repeat(32)}` : session.token;
+    if (stale > 0) stale--;
     const unreachable = storageUrl.replace(/^http:\/\/[^/]+/, 'http://127.0.0.1:1');
     const endpoint = (iface: string, url: string, where: string) => ({
       interface: iface,
@@ -143,6 +149,9 @@ export async function startKeystone(options: {
     authUrl: `${base}/v3`,
     region,
     logins,
+    staleTokens: (count) => {
+      stale = count;
+    },
     stop: () => closeServer(server),
   };
 }

@@ -2,7 +2,7 @@
  * The Swift store against a real OpenStack Swift (one per file: it takes seconds to start): the conformance suite
  * over auth v1, Keystone v3 logins as ebr makes them, and large objects laid out as ebr lays them out.
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openStore, type SnapStore, UsageError } from '@etcd-steward/core';
@@ -109,6 +109,33 @@ describe('Keystone v3 logins, with credentials as ebr reads them', () => {
       OS_REGION_NAME: keystone.region,
     };
     await roundTrip(await open('keystone-env', env), 'v2/c');
+  });
+
+  it('logs in again when Swift refuses a token (401), and goes on', async () => {
+    const files = await secretDir('stale', password());
+    const before = keystone.logins.password;
+    keystone.staleTokens(1);
+    const store = await open('keystone-stale', { OPENSTACK_APPLICATION_CREDENTIALS: files }, '?retries=0');
+    await roundTrip(store, 'v2/d');
+    expect(keystone.logins.password - before).toBe(2);
+  });
+
+  it('uses a rotated password from the next request on, with no restart', async () => {
+    const files = await secretDir('rotating', password());
+    const rewrite = async (value: string, secondsAhead: number) => {
+      const file = join(files, 'password');
+      await writeFile(file, value);
+      const when = new Date(Date.now() + secondsAhead * 1000);
+      await utimes(file, when, when);
+    };
+    const store = await open('keystone-rotation', { OPENSTACK_APPLICATION_CREDENTIALS: files }, '?retries=0');
+    await store.put('v2/a', bodyOf(Buffer.from('a')));
+    await rewrite('revoked', 2);
+    await expect(store.put('v2/b', bodyOf(Buffer.from('b')))).rejects.toThrow(/credentials were refused \(401\)/);
+    await rewrite('pass-word', 3);
+    await store.put('v2/c', bodyOf(Buffer.from('c')));
+    expect((await store.list()).map((o) => o.name)).toEqual(['v2/a', 'v2/c']);
+    await store.close?.();
   });
 
   it('refuses a wrong password, a missing field and an ambiguous region with exit 2, printing no secret', async () => {
