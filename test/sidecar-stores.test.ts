@@ -4,19 +4,41 @@
  * that etcd-restore restores exactly, and etcd-copy-backups carries them to S3 and back. Swift is the real one
  * (behind the Keystone v3 test server), OSS the OSS test server, ECS and OCS the S3 test server.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { type Etcd3, listSnapshots, openStore } from '@etcd-steward/core';
 import { startCluster, type TestCluster } from '@etcd-steward/testing';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { type OssTarget, startOssTarget } from '../packages/core/test/store/oss-target.js';
 import { type S3Target, startS3Target } from '../packages/core/test/store/s3-target.js';
 import { type SwiftTarget, startSwiftTarget } from '../packages/core/test/store/swift-target.js';
+import { ebrStoreDir } from './fixtures.js';
 import { restoreAndFingerprint } from './restore-program.js';
 import { runProgram } from './run-program.js';
 import { type KeystoneServer, startKeystone } from './servers/keystone-server.js';
 import { firstDelta, keyspaceOnceStored, startSidecar, startWriter } from './sidecar-helpers.js';
 import { tempDir } from './temp-dir.js';
+
+/** The parts of the ali-oss SDK that write a multipart upload, as ebr writes every OSS snapshot. */
+interface OssClient {
+  initMultipartUpload(name: string): Promise<{ uploadId: string }>;
+  uploadPart(
+    name: string,
+    id: string,
+    part: number,
+    data: Buffer,
+    start: number,
+    end: number,
+  ): Promise<{ etag: string }>;
+  completeMultipartUpload(name: string, id: string, parts: { number: number; etag: string }[]): Promise<unknown>;
+}
+// From core's dependencies: the tests' own package does not list the SDK.
+const OSS = createRequire(new URL('../packages/core/package.json', import.meta.url))('ali-oss') as new (
+  options: Record<string, unknown>,
+) => OssClient;
 
 const at = tempDir('sidecar-stores-');
 
@@ -113,6 +135,64 @@ describe('etcd-snapshot run with --storage-provider Swift, OSS, ECS and OCS (ebr
 
   afterAll(async () => {
     await Promise.all([cluster?.stop(), keystone?.stop(), s3?.stop(), swift?.stop(), oss?.stop()]);
+  });
+
+  it("restores the store ebr v0.23 wrote, laid out in each as ebr lays it out (Swift: the full snapshot as ebr's segments and manifest)", async () => {
+    const objects = (await readdir(join(ebrStoreDir, 'v2'))).sort();
+    const prefix = 'ebr-written';
+    // Swift: ebr's dynamic large object for the full snapshot (segments, then an empty manifest naming them), deltas whole.
+    const { storageUrl, token } = await swift.server.token();
+    const swiftPut = async (key: string, body: Buffer, headers: Record<string, string> = {}) => {
+      const res = await fetch(`${storageUrl}/backups/${key}`, {
+        method: 'PUT',
+        headers: { 'x-auth-token': token, ...headers },
+        body: body as BodyInit,
+      });
+      expect(res.status).toBe(201);
+    };
+    // OSS: ebr's multipart upload for every snapshot, through the same SDK.
+    const ossClient = new OSS({
+      accessKeyId: oss.server.accessKeyId,
+      accessKeySecret: oss.server.accessKeySecret,
+      bucket: 'backups',
+      endpoint: oss.server.endpoint,
+    });
+    // ECS and OCS: plain objects by ebr's names, as its S3 client writes them.
+    const s3Store = await s3.open('');
+    for (const name of objects) {
+      const data = await readFile(join(ebrStoreDir, 'v2', name));
+      const key = `${prefix}/v2/${name}`;
+      if (name.startsWith('Full-') && data.length > 2048) {
+        for (let i = 0, n = 1; i < data.length; i += 2048, n++) {
+          await swiftPut(`${key}/${String(n).padStart(10, '0')}`, data.subarray(i, i + 2048));
+        }
+        await swiftPut(key, Buffer.alloc(0), { 'x-object-manifest': `backups/${key}` });
+      } else {
+        await swiftPut(key, data);
+      }
+      const { uploadId } = await ossClient.initMultipartUpload(key);
+      const part = await ossClient.uploadPart(key, uploadId, 1, data, 0, data.length);
+      await ossClient.completeMultipartUpload(key, uploadId, [{ number: 1, etag: part.etag }]);
+      await s3Store.put(key, Readable.from([data]));
+    }
+    await s3Store.close?.();
+    for (const provider of providers) {
+      const res = await runProgram(
+        'etcd-restore',
+        [
+          ...['--storage-provider', provider.name, '--store-container', 'backups', '--store-prefix', prefix],
+          ...['--data-dir', at(`ebr-restored-${provider.scheme}`), '--output', 'json'],
+        ],
+        provider.env,
+      );
+      expect(res.code, `${provider.name}: ${res.stderr}`).toBe(0);
+      expect(JSON.parse(res.stdout), provider.name).toMatchObject({
+        revision: 9,
+        keys: 6,
+        snapshot: 'v2/Full-00000000-00000007-1795299379',
+        deltas: ['v2/Incr-00000008-00000008-1795299383', 'v2/Incr-00000009-00000009-1795299385'],
+      });
+    }
   });
 
   for (const name of ['Swift', 'OSS', 'ECS', 'OCS']) {
