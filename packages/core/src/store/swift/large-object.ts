@@ -66,6 +66,7 @@ export async function putLargeObject(
   const stamp = newUploadStamp();
   const manifest: ManifestEntry[] = [];
   const sent: string[] = [];
+  let manifestSent = false;
   const { partSize, partsInFlight } = config.transfer;
   try {
     await sendInParts(
@@ -90,6 +91,7 @@ export async function putLargeObject(
       parts,
     );
     signal?.throwIfAborted();
+    manifestSent = true;
     // Not cancelled once sent: an abort then could leave the object there while put() fails.
     await send(() =>
       client.expectOk('PUT', key, {
@@ -100,7 +102,7 @@ export async function putLargeObject(
     );
     return stamp;
   } catch (err) {
-    if (!signal?.aborted && (await landed(client, key, manifest))) return stamp;
+    if (manifestSent && (await landed(client, key, manifest))) return stamp;
     await deleteAll(client, sent, send).catch(() => undefined); // what stays is hidden from listings, and deleted with the name
     throw err;
   }
