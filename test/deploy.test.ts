@@ -96,13 +96,14 @@ describe('deploy/', () => {
     await expect(validate(broken)).rejects.toThrow(/rules/);
   });
 
-  it('runs each role: bootstrap before etcd, the sidecar beside it, a restore Job, compaction and gc CronJobs', () => {
+  it('runs each role: bootstrap before etcd, the sidecar beside it, a restore Job, compaction, gc and drill CronJobs', () => {
     const runs = programRuns().map((r) =>
       `${r.where.split(' ')[1].split('/')[0]} ${r.program} ${r.command ?? ''}`.trim(),
     );
     expect(runs.sort()).toEqual(
       [
         'CronJob etcd-compact',
+        'CronJob etcd-copy-backups verify',
         'CronJob etcd-gc',
         'Job etcd-restore',
         'StatefulSet etcd-snapshot run',

@@ -1,5 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { dirname } from 'node:path';
 import {
   type BackupFilters,
@@ -9,15 +10,20 @@ import {
   checkLocalDir,
   checkLocalStore,
   copyBackups,
+  etcdAccessOptions,
+  etcdConnection,
   exportBackups,
   formatCopySummary,
   formatExportSummary,
   formatImportSummary,
+  formatStoreProof,
   formatVerifyReport,
   importBackups,
   keyFilesReadable,
+  PROOF_EXIT_CODES,
   parseDuration,
   programArgs,
+  proveStore,
   reportUsage,
   runProgram,
   storeOption,
@@ -214,20 +220,69 @@ await programArgs('etcd-copy-backups', argv)
   )
   .command(
     'verify',
-    `Read and check every snapshot of a store and the continuity of its chains; report what restores up to which revision and what is damaged. Exit code: ${VERIFY_EXIT_CODES.restorable} the newest revision restores, ${VERIFY_EXIT_CODES.notRestorable} it does not, 1 the check itself failed, 2 bad usage.`,
-    (y) => storeOption(y).option('max-parallel', { ...parallelOption, describe: 'Objects read at once' }),
+    `Read and check every snapshot of a store and the continuity of its chains; report what restores up to which revision and what is damaged. With --against: restore the newest chain into scratch instead and prove it against the live cluster (etcd's HashKV, docs/proof.md). Exit code: ${VERIFY_EXIT_CODES.restorable} the newest revision restores (with --against: proven), ${VERIFY_EXIT_CODES.notRestorable} it does not, ${PROOF_EXIT_CODES.mismatch} it differs from the cluster, ${PROOF_EXIT_CODES.unprovable} it cannot be proven now, ${PROOF_EXIT_CODES.foreign} the store holds another cluster's history, 1 the check itself failed, 2 bad usage.`,
+    (y) =>
+      etcdAccessOptions(
+        storeOption(y)
+          .option('max-parallel', { ...parallelOption, describe: 'Objects read at once' })
+          .option('against', {
+            type: 'string',
+            describe:
+              "The live cluster's client URLs (comma-separated): restore the newest chain into scratch and prove it against every member's HashKV",
+          })
+          .option('record', {
+            type: 'boolean',
+            default: false,
+            describe:
+              "With --against: write the outcome to the store's proofs/latest.json (beside v2/, outside what ebr lists), which the sidecar publishes as metrics",
+          })
+          .option('temp-dir', {
+            type: 'string',
+            describe:
+              'With --against: where the scratch restore goes, about twice the db (default: the system temp dir)',
+          })
+          .option('etcd-bin-dir', {
+            type: 'string',
+            describe: 'With --against: where etcd and etcdutl/etcdctl are, for the restore (default: PATH)',
+          }),
+      ).example(
+        '$0 verify --store s3://backups/etcd --against https://etcd-0:2379,https://etcd-1:2379 --cacert ca.pem --record',
+        'the restore drill',
+      ),
     (args) =>
       runProgram(args.output, async ({ logger, signal, output }) => {
         await checkLocalStore(args.store);
-        const report = await verifyStore({
+        if (args.against === undefined) {
+          for (const flag of ['record', 'temp-dir', 'etcd-bin-dir', 'cacert', 'cert', 'key', 'user'] as const) {
+            if (args[flag] !== undefined && args[flag] !== false) {
+              throw new UsageError(`--${flag} goes with --against ENDPOINTS: add it, or leave --${flag} out`);
+            }
+          }
+          const report = await verifyStore({
+            store: args.store,
+            maxParallel: args['max-parallel'],
+            encryptionKeyFile: args['encryption-key-file'],
+            logger,
+            signal,
+          });
+          process.stdout.write(output === 'json' ? `${JSON.stringify(report)}\n` : formatVerifyReport(report));
+          return report.exitCode;
+        }
+        const against = await etcdConnection({ ...args, endpoints: args.against });
+        const tempDir = args['temp-dir'] ?? tmpdir();
+        await checkLocalDir(tempDir, '--temp-dir', { mustExist: true });
+        const result = await proveStore({
           store: args.store,
-          maxParallel: args['max-parallel'],
           encryptionKeyFile: args['encryption-key-file'],
+          against,
+          tempDir,
+          etcdBinDir: args['etcd-bin-dir'],
+          record: args.record,
           logger,
           signal,
         });
-        process.stdout.write(output === 'json' ? `${JSON.stringify(report)}\n` : formatVerifyReport(report));
-        return report.exitCode;
+        process.stdout.write(output === 'json' ? `${JSON.stringify(result)}\n` : formatStoreProof(result));
+        return result.exitCode;
       }),
   )
   .parseAsync()

@@ -14,6 +14,7 @@ export * from './etcd/index.js';
 export * from './format/index.js';
 export * from './kubernetes/index.js';
 export * from './maintenance/index.js';
+export * from './proof/index.js';
 export * from './replay/index.js';
 export * from './restore/index.js';
 export * from './retention/index.js';

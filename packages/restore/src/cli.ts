@@ -3,9 +3,13 @@ import {
   checkLocalDir,
   checkLocalStore,
   describePlan,
+  etcdAccessOptions,
+  etcdConnection,
   formatPlan,
+  formatProofReport,
   formatSummary,
   memberOptions,
+  ProofError,
   programArgs,
   REPLAY_METHODS,
   refuseGap,
@@ -25,7 +29,7 @@ await programArgs('etcd-restore')
     '$0',
     false,
     (y) =>
-      memberOptions(storeOption(y))
+      etcdAccessOptions(memberOptions(storeOption(y)))
         .option('data-dir', {
           type: 'string',
           demandOption: true,
@@ -89,6 +93,11 @@ await programArgs('etcd-restore')
             'TTL in seconds for leases the deltas use but the full snapshot lacks (the deltas do not record it)',
         })
         .option('etcd-bin-dir', { type: 'string', describe: 'Where etcd and etcdutl/etcdctl are (default: PATH)' })
+        .option('verify-against', {
+          type: 'string',
+          describe:
+            "The live cluster's client URLs (comma-separated): prove the result against every member's HashKV at the restored revision before it replaces --data-dir (docs/proof.md); not proven: exit 4 differs, 5 cannot be proven now, 6 another cluster's history, and the target stays as it was",
+        })
         .example('$0 --store file:///var/backups/etcd --data-dir /var/lib/etcd', 'the newest state')
         .example(
           '$0 --store s3://backups/etcd --data-dir /var/lib/etcd --to-time 2026-11-21T22:00:00Z --dry-run',
@@ -108,13 +117,27 @@ await programArgs('etcd-restore')
           refuseGap(plan, plan.chains[0], settings.allowPartial);
           return;
         }
+        const proveAgainst =
+          args['verify-against'] === undefined
+            ? undefined
+            : await etcdConnection({ ...args, endpoints: args['verify-against'] });
         const result = await restore({
           ...settings,
           store: args.store,
           encryptionKeyFile: args['encryption-key-file'],
           fork: args.fork,
+          proveAgainst,
           logger,
           signal,
+        }).catch((err) => {
+          if (err instanceof ProofError) {
+            process.stdout.write(
+              output === 'json'
+                ? `${JSON.stringify({ proof: err.report })}\n`
+                : `${formatProofReport(err.report).join('\n')}\n`,
+            );
+          }
+          throw err;
         });
         process.stdout.write(output === 'json' ? `${JSON.stringify(result)}\n` : formatSummary(result));
       }),

@@ -12,9 +12,9 @@ import {
 } from '@etcd-steward/core/cli';
 import { COMPRESSION_POLICIES, type CompressionPolicy } from '@etcd-steward/core/format';
 import { openStore } from '@etcd-steward/core/store';
-import { saveSummary } from './save-summary.js';
-import { type SidecarArgs, type SidecarConfig, sidecarConfig, sidecarOptions } from './sidecar-config.js';
-import { formatSnapshotTable, snapshotListing } from './snapshot-table.js';
+import { type SidecarArgs, type SidecarConfig, sidecarConfig, sidecarOptions } from './run/sidecar-config.js';
+import { saveSummary } from './save/save-summary.js';
+import { formatSnapshotTable, snapshotListing } from './save/snapshot-table.js';
 
 await programArgs('etcd-snapshot')
   .usage('$0 <command>\n\nSnapshots of etcd, kept in an object store in the format etcd-backup-restore uses.')
@@ -75,7 +75,7 @@ await programArgs('etcd-snapshot')
       }
       return runProgram(args.output, async ({ logger, signal }) => {
         // Loaded only here: the sidecar's modules (metrics, spool, HTTP) would add ~50 ms to every `save`.
-        const { runSidecar } = await import('./sidecar.js');
+        const { runSidecar } = await import('./run/sidecar.js');
         return runSidecar(config, { logger, signal });
       });
     },

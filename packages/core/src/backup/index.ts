@@ -5,6 +5,7 @@
  */
 export * from './fetch-delta.js';
 export * from './fetch-full-snapshot.js';
+export * from './proof-record.js';
 export * from './revision-digest.js';
 export * from './set-aside.js';
 export * from './snapshot-catalog.js';

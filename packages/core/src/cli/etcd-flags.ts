@@ -1,16 +1,29 @@
 import { access, constants, readFile, stat } from 'node:fs/promises';
 import type { Argv } from 'yargs';
 import { UsageError } from '../common/errors.js';
-import { type EtcdConnection, parseEndpoints } from '../etcd/etcd-client.js';
+import { type EtcdConnection, parseEndpoints, type TlsMaterial } from '../etcd/etcd-client.js';
 
 /** The flags every program that talks to etcd takes, the same everywhere. */
 export function etcdOptions<T>(y: Argv<T>) {
-  return y
-    .option('endpoints', {
+  return etcdAccessOptions(
+    y.option('endpoints', {
       type: 'string',
       default: 'http://127.0.0.1:2379',
       describe: 'etcd client URLs (or host:port, meaning http://), comma-separated',
-    })
+    }),
+  ).option('password', {
+    type: 'string',
+    describe:
+      'Password of --user; the program moves it out of its command line as it starts, but it shows in the process list until then: prefer --password-file or ETCD_STEWARD_PASSWORD',
+  });
+}
+
+/**
+ * How to reach etcd besides its endpoints (TLS, auth): for a program whose etcd is an extra, named by a flag of its
+ * own (`--against`, `--verify-against`). No `--password`: these programs do not move it off their command line.
+ */
+export function etcdAccessOptions<T>(y: Argv<T>) {
+  return y
     .option('cacert', { type: 'string', describe: 'CA bundle to verify etcd servers (TLS)' })
     .option('cert', { type: 'string', describe: 'Client certificate for etcd (TLS, with --key)' })
     .option('key', { type: 'string', describe: 'Client key for etcd (TLS, with --cert)' })
@@ -21,11 +34,6 @@ export function etcdOptions<T>(y: Argv<T>) {
     .option('password-file', {
       type: 'string',
       describe: 'File holding the password of --user (e.g. a mounted Secret)',
-    })
-    .option('password', {
-      type: 'string',
-      describe:
-        'Password of --user; the program moves it out of its command line as it starts, but it shows in the process list until then: prefer --password-file or ETCD_STEWARD_PASSWORD',
     });
 }
 
@@ -49,10 +57,18 @@ export async function etcdConnection(args: EtcdArgs): Promise<EtcdConnection> {
   if ((args.cert === undefined) !== (args.key === undefined)) {
     throw new UsageError('--cert and --key go together: give both for client-certificate auth, or neither');
   }
-  for (const flag of ['cacert', 'cert', 'key'] as const) {
-    if (args[flag] !== undefined) await checkReadableFile(args[flag], `--${flag}`);
+  const tls: TlsMaterial = {};
+  for (const [flag, part] of [
+    ['cacert', 'ca'],
+    ['cert', 'cert'],
+    ['key', 'key'],
+  ] as const) {
+    const path = args[flag];
+    if (path === undefined) continue;
+    await checkReadableFile(path, `--${flag}`);
+    tls[part] = await readFile(path);
   }
-  return { endpoints, cacert: args.cacert, cert: args.cert, key: args.key, ...(await credentials(args)) };
+  return { endpoints, cacert: args.cacert, cert: args.cert, key: args.key, tls, ...(await credentials(args)) };
 }
 
 async function credentials(args: EtcdArgs): Promise<{ username?: string; password?: string }> {

@@ -60,3 +60,9 @@ export function parseByteSize(value: string | number, flag: string): number {
   }
   return Number(match[1]) * unit;
 }
+
+/** A duration, size or count that must not be 0 (or less). */
+export function requirePositive(value: number, flag: string): number {
+  if (value <= 0) throw new UsageError(`--${flag} must be more than 0`);
+  return value;
+}

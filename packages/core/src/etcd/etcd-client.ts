@@ -14,6 +14,28 @@ export interface EtcdConnection {
   key?: string;
   username?: string;
   password?: string;
+  /** The contents of cacert, cert and key, read once (etcdConnection does), so that no call reads the files again. */
+  tls?: TlsMaterial;
+}
+
+export interface TlsMaterial {
+  ca?: Buffer;
+  cert?: Buffer;
+  key?: Buffer;
+}
+
+/** The connection's TLS material: as read when the connection was made, or from its files now. */
+export function tlsMaterial(conn: EtcdConnection): TlsMaterial {
+  if (!conn.tls) {
+    return {
+      ca: conn.cacert ? readPem(conn.cacert, '--cacert') : undefined,
+      cert: conn.cert ? readPem(conn.cert, '--cert') : undefined,
+      key: conn.key ? readPem(conn.key, '--key') : undefined,
+    };
+  }
+  // A connection handed to a child process arrives with Uint8Arrays (structured clone); gRPC wants Buffers.
+  const buffer = (bytes?: Uint8Array) => (bytes && !Buffer.isBuffer(bytes) ? Buffer.from(bytes) : bytes);
+  return { ca: buffer(conn.tls.ca), cert: buffer(conn.tls.cert), key: buffer(conn.tls.key) };
 }
 
 /** `--endpoints` as etcdctl takes it: URLs, or bare host:port meaning http://host:port. */
@@ -55,15 +77,12 @@ export function createEtcdClient(conn: EtcdConnection): Etcd3 {
   };
   const tls = conn.endpoints.some((e) => e.startsWith('https:')) || conn.cacert || conn.cert;
   if (tls) {
-    options.credentials = {
-      // Without --cacert, gRPC trusts the system's roots.
-      rootCertificate: (conn.cacert ? readPem(conn.cacert, '--cacert') : null) as Buffer,
-      privateKey: conn.key ? readPem(conn.key, '--key') : undefined,
-      certChain: conn.cert ? readPem(conn.cert, '--cert') : undefined,
-    };
     if ((conn.cert === undefined) !== (conn.key === undefined)) {
       throw new UsageError('--cert and --key go together: give both for client-certificate auth, or neither');
     }
+    const { ca, cert, key } = tlsMaterial(conn);
+    // Without --cacert, gRPC trusts the system's roots.
+    options.credentials = { rootCertificate: (ca ?? null) as Buffer, privateKey: key, certChain: cert };
   }
   if (conn.username) options.auth = { username: conn.username, password: conn.password ?? '' };
   // Loaded on first use: etcd3 with grpc-js and its protobuf schemas costs ~45 MB, which programs that only

@@ -1,10 +1,9 @@
-import { readFileSync } from 'node:fs';
 import http2 from 'node:http2';
 import { Transform, type TransformCallback } from 'node:stream';
 import { ByteQueue } from '../common/byte-queue.js';
 import { OperationError } from '../common/errors.js';
 import { readFields, writeMessage } from '../common/protobuf-wire.js';
-import type { EtcdConnection } from './etcd-client.js';
+import { type EtcdConnection, tlsMaterial } from './etcd-client.js';
 
 /*
  * A few etcd calls over plain HTTP/2 with hand-read messages, for the paths that must be fast and small:
@@ -42,13 +41,7 @@ export function grpcCall(conn: EtcdConnection, path: string, request: Buffer, op
   const window = options.windowBytes ?? WINDOW;
   const session = http2.connect(endpoint, {
     settings: { initialWindowSize: window },
-    ...(endpoint.startsWith('https:')
-      ? {
-          ca: conn.cacert ? readFileSync(conn.cacert) : undefined,
-          cert: conn.cert ? readFileSync(conn.cert) : undefined,
-          key: conn.key ? readFileSync(conn.key) : undefined,
-        }
-      : {}),
+    ...(endpoint.startsWith('https:') ? tlsMaterial(conn) : {}),
   });
   const messages = options.decode?.(endpoint) ?? new GrpcFrames(endpoint, options.readAhead ?? 64);
   const close = () => {

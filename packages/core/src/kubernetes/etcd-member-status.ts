@@ -7,7 +7,8 @@ export const ETCD_MEMBER_PLURAL = 'etcdmembers';
 
 /** A Kubernetes-style condition: `lastTransitionTime` moves only when `status` changes. */
 export interface MemberCondition {
-  type: 'Ready';
+  /** Ready: the member answers and follows a leader; BackupProven: the restore drill's last outcome (docs/proof.md). */
+  type: 'Ready' | 'BackupProven';
   status: 'True' | 'False' | 'Unknown';
   lastTransitionTime: string;
   lastUpdateTime: string;
@@ -37,29 +38,37 @@ export interface EtcdMemberResource {
   status?: EtcdMemberStatus;
 }
 
+/** A condition as its publisher states it; etcdMemberStatus adds the times. */
+export type ConditionState = Pick<MemberCondition, 'type' | 'status' | 'reason' | 'message'>;
+
 /**
  * The member's status from etcd's answer, or from its silence (`reason` says why it did not answer): what was
- * known before stays, and the Ready condition says Unknown. `current` gives the condition's last transition.
+ * known before stays, and the Ready condition says Unknown. `current` gives each condition's last transition;
+ * `others` are conditions beside Ready (BackupProven), kept as they are stated.
  */
 export function etcdMemberStatus(
   current: EtcdMemberStatus | undefined,
   observed: { status: EtcdStatus } | { reason: string },
   now: Date,
+  others: readonly ConditionState[] = [],
 ): EtcdMemberStatus {
   const time = now.toISOString();
-  const previous = current?.conditions?.find((c) => c.type === 'Ready');
-  const condition = (status: MemberCondition['status'], reason: string, message: string): MemberCondition => ({
-    type: 'Ready',
-    status,
-    lastTransitionTime: previous?.status === status ? previous.lastTransitionTime : time,
-    lastUpdateTime: time,
-    reason,
-    message,
-  });
+  const timed = (state: ConditionState): MemberCondition => {
+    const previous = current?.conditions?.find((c) => c.type === state.type);
+    return {
+      ...state,
+      lastTransitionTime: previous?.status === state.status ? previous.lastTransitionTime : time,
+      lastUpdateTime: time,
+    };
+  };
+  const condition = (status: MemberCondition['status'], reason: string, message: string): MemberCondition[] => [
+    timed({ type: 'Ready', status, reason, message }),
+    ...others.map(timed),
+  ];
   if (!('status' in observed)) {
     return {
       ...current,
-      conditions: [condition('Unknown', 'EtcdUnreachable', `the sidecar cannot reach its member: ${observed.reason}`)],
+      conditions: condition('Unknown', 'EtcdUnreachable', `the sidecar cannot reach its member: ${observed.reason}`),
     };
   }
   const { status } = observed;
@@ -72,10 +81,8 @@ export function etcdMemberStatus(
     lastRevision: status.revision,
     dbSize: status.dbSize,
     dbSizeInUse: status.dbSizeInUse,
-    conditions: [
-      noLeader
-        ? condition('False', 'NoLeader', 'the member answers but knows no leader (no quorum)')
-        : condition('True', 'MemberReady', 'the member answers and follows a leader'),
-    ],
+    conditions: noLeader
+      ? condition('False', 'NoLeader', 'the member answers but knows no leader (no quorum)')
+      : condition('True', 'MemberReady', 'the member answers and follows a leader'),
   };
 }

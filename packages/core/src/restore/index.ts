@@ -10,3 +10,5 @@ export * from './restore.js';
 export * from './restore-plan.js';
 export * from './restore-summary.js';
 export * from './result-verification.js';
+export * from './store-proof.js';
+export * from './store-proof-summary.js';

@@ -1,5 +1,6 @@
 import { formatBytes } from '../common/format-bytes.js';
 import { resultStyle } from '../common/terminal-style.js';
+import { formatProofReport } from '../proof/proof-summary.js';
 import type { RestoreResult } from './restore.js';
 
 /** The final lines a person reads: what was restored, from what, what was lost or skipped, and what it cost. */
@@ -10,6 +11,7 @@ export function formatSummary(result: RestoreResult): string {
     `  verified by ${result.verify === 'check' ? 'a full check of the data dir and its db file' : 'etcd started on a copy'}${result.fingerprint ? `; keyspace sha256 ${result.fingerprint.sha256}` : ''}`,
     `  in ${(result.durationMs / 1000).toFixed(1)} s, peak memory ${formatBytes(result.peakRssBytes)} (this process), ${formatBytes(result.replayPeakRssBytes)} (replay)`,
   ];
+  if (result.proof) lines.push(...formatProofReport(result.proof).map((line) => `  ${line}`));
   for (const s of result.skipped) lines.push(`  skipped ${s.name}: ${s.reason}`);
   if (result.lost) {
     lines.push(

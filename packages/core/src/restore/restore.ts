@@ -6,9 +6,12 @@ import type { SnapshotChain } from '../backup/snapshot-chain.js';
 import { errorMessage, OperationError } from '../common/errors.js';
 import { type Logger, silentLogger } from '../common/logger.js';
 import { type EtcdBinaries, findEtcdBinaries } from '../etcd/etcd-binaries.js';
+import type { EtcdConnection } from '../etcd/etcd-client.js';
 import type { KeyspaceFingerprint } from '../etcd/keyspace-fingerprint.js';
 import { layOutMemberDataDir } from '../etcd/member-layout.js';
 import type { MemberConfig } from '../etcd/snapshot-restore-command.js';
+import { proveDbAgainstCluster } from '../proof/live-proof.js';
+import { ProofError, type ProofReport } from '../proof/proof-verdict.js';
 import { type ChainReplayResult, UnusableFullSnapshotError } from '../replay/replay-chain.js';
 import type { TxnLimits } from '../replay/replay-events.js';
 import { openStore } from '../store/location.js';
@@ -40,6 +43,12 @@ export interface RestoreOptions extends RestoreRequest {
    * restored revision are set aside (set-aside.ts), so that the store's history is the one the cluster continues.
    */
   fork?: boolean;
+  /**
+   * Prove the result against this live cluster before it replaces the target (docs/proof.md): etcd's HashKV at
+   * the restored revision must equal the result's. Otherwise a ProofError, with the verdict's exit code, and the
+   * target stays as it was.
+   */
+  proveAgainst?: EtcdConnection;
   logger?: Logger;
   signal?: AbortSignal;
 }
@@ -61,6 +70,8 @@ export interface RestoreResult {
   verify: VerifyMethod;
   /** The restored keyspace's fingerprint, read from the db file (`--verify check`). */
   fingerprint?: KeyspaceFingerprint;
+  /** With `proveAgainst`: the proof against the live cluster. */
+  proof?: ProofReport;
   durationMs: number;
   /** Peak resident memory of this process, and of the replay (a child process); etcd's own is not included. */
   peakRssBytes: number;
@@ -251,7 +262,13 @@ async function finish(
   chain: SnapshotChain,
   replayed: ChainReplayResult,
   ctx: { binaries: EtcdBinaries; target: DataDirTarget; workDir: string; logger: Logger; signal?: AbortSignal },
-): Promise<{ dataDir: string; revision: number; keys: number; fingerprint?: KeyspaceFingerprint }> {
+): Promise<{
+  dataDir: string;
+  revision: number;
+  keys: number;
+  fingerprint?: KeyspaceFingerprint;
+  proof?: ProofReport;
+}> {
   const revision = replayed.revision;
   const partial = replayed.stoppedBy !== undefined || chain.gap !== undefined;
   if (options.toRevision !== undefined && revision !== options.toRevision && !partial) {
@@ -268,6 +285,26 @@ async function finish(
   ctx.logger.info('verifying the result', { revision, verify: method });
   const verified = await verifyResult(method, dataDir, replayed, ctx);
   ctx.signal?.throwIfAborted();
+  let proof: ProofReport | undefined;
+  if (options.proveAgainst) {
+    ctx.logger.info('proving the result against the live cluster', {
+      revision,
+      endpoints: options.proveAgainst.endpoints,
+    });
+    proof = await proveDbAgainstCluster({
+      dbFile: join(dataDir, 'member', 'snap', 'db'),
+      connection: options.proveAgainst,
+      tmpDir: ctx.workDir,
+      logger: ctx.logger,
+      signal: ctx.signal,
+    });
+    if (proof.verdict !== 'proven') throw new ProofError(proof);
+    ctx.logger.info('proven: the cluster hashes the restored revision as the result does', {
+      revision,
+      compactRevision: proof.compactRevision,
+      members: proof.members.length,
+    });
+  }
   await ctx.target.swapIn(dataDir);
   ctx.logger.info('restored', {
     dataDir: ctx.target.path,
@@ -276,5 +313,5 @@ async function finish(
     store: plan.store,
     ...(verified.fingerprint ? { sha256: verified.fingerprint.sha256 } : {}),
   });
-  return { dataDir: ctx.target.path, ...verified };
+  return { dataDir: ctx.target.path, ...verified, ...(proof ? { proof } : {}) };
 }

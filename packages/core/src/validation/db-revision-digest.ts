@@ -54,7 +54,7 @@ export function dbRevisionDigest(dbFile: string, revision: number): string | und
  * A `key` bucket row as the watch event etcd sends for it: a put's KeyValue as stored; a tombstone stores the key
  * alone, and its event carries the deletion's revision.
  */
-function rowEvent(key: Buffer, value: Buffer, revision: number): DeltaEvent {
+export function rowEvent(key: Buffer, value: Buffer, revision: number): DeltaEvent {
   const event: DeltaEvent = {
     type: isTombstoneKey(key) ? 'delete' : 'put',
     key: Buffer.alloc(0),

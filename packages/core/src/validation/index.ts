@@ -5,6 +5,7 @@
  */
 export * from './bbolt-tree-check.js';
 export * from './db-check.js';
+export * from './db-hash-kv.js';
 export * from './db-keyspace.js';
 export * from './safe-guard.js';
 export * from './validate-data-dir.js';

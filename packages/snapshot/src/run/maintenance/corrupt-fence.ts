@@ -1,0 +1,78 @@
+import { errorMessage, type Logger } from '@etcd-steward/core/common';
+import { type EtcdConnection, listAlarms } from '@etcd-steward/core/etcd';
+import type { Component, ComponentContext } from '../component.js';
+import type { Leadership } from '../leadership/leadership.js';
+
+export interface CorruptFenceOptions {
+  connection: EtcdConnection;
+  leadership: Leadership;
+  /** How often etcd's alarms are read: the leadership's period, since it decides who may snapshot. */
+  periodMs: number;
+}
+
+/**
+ * No snapshot from a member with a CORRUPT alarm: a corrupt db must not become the backup. The alarm is raised
+ * loudly (an error line, /healthz failing) and the leadership suspended, so that this sidecar neither snapshots
+ * nor passes requests on to itself, until the alarm is gone. Its own rule, apart from the alarms component:
+ * switching NOSPACE recovery off (--alarm-check-period 0) leaves the fence up.
+ */
+export class CorruptFence implements Component {
+  readonly name = 'corrupt-fence';
+  private readonly logger: Logger;
+  private timer?: NodeJS.Timeout;
+  private stopped = false;
+  private corrupt = false;
+  /** Whether the last check could read the alarms: a failure is logged when it begins, not at every check. */
+  private readable = true;
+
+  constructor(
+    private readonly options: CorruptFenceOptions,
+    context: ComponentContext,
+  ) {
+    this.logger = context.logger;
+  }
+
+  async start(): Promise<void> {
+    const tick = async () => {
+      await this.check();
+      if (!this.stopped) this.timer = setTimeout(tick, this.options.periodMs);
+    };
+    this.timer = setTimeout(tick, 0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+
+  healthy(): boolean {
+    return !this.corrupt;
+  }
+
+  private async check(): Promise<void> {
+    let alarms: Awaited<ReturnType<typeof listAlarms>>;
+    try {
+      alarms = await listAlarms(this.options.connection, { timeoutMs: 5_000 });
+    } catch (err) {
+      // etcd down is the leadership's to report; the fence stays as it was until etcd answers again.
+      if (this.readable) this.logger.warn('cannot read etcd alarms; asking again', { reason: errorMessage(err) });
+      this.readable = false;
+      return;
+    }
+    this.readable = true;
+    const own = this.options.leadership.status?.memberId;
+    const corrupt = alarms.some((a) => a.alarm === 'CORRUPT' && a.memberId === own);
+    if (corrupt === this.corrupt) return;
+    this.corrupt = corrupt;
+    if (corrupt) {
+      this.logger.error('CORRUPT alarm on this member: its data differs from the cluster', {
+        member: own,
+        fix: 'replace the member (remove it, wipe its data dir, add it back) and disarm the alarm (etcdctl alarm disarm)',
+      });
+      this.options.leadership.suspend('its etcd member has a CORRUPT alarm');
+    } else {
+      this.logger.info('the CORRUPT alarm on this member is gone');
+      this.options.leadership.resume();
+    }
+  }
+}

@@ -1,0 +1,162 @@
+import {
+  type CatalogEntry,
+  checkStoreHistory,
+  ForeignHistoryError,
+  forkFolder,
+  listSnapshots,
+  setAside,
+} from '@etcd-steward/core/backup';
+import type { Logger } from '@etcd-steward/core/common';
+import type { EtcdConnection } from '@etcd-steward/core/etcd';
+import type { SnapshotRef } from '@etcd-steward/core/format';
+import type { SnapStore } from '@etcd-steward/core/store';
+import type { DeltaWriter } from './delta-writer.js';
+import type { SnapshotMetrics } from './snapshot-metrics.js';
+import { type ChainHeads, headsAfter, headsOf, spoolFit } from './spool/chain-heads.js';
+import type { Spool, SpooledDelta } from './spool/spool.js';
+
+/** What resynchronisation keeps of the spool: the chain it continues, and what goes. */
+export interface SpoolReconciliation {
+  /** The chain's new heads: the store's, moved on by the spooled snapshots that continue it. */
+  heads: ChainHeads;
+  /** In spool order. `chainRevision` is set for a delta the store does not cover but that does not fit either. */
+  drop: Array<{ delta: SpooledDelta; chainRevision?: number }>;
+}
+
+/**
+ * Which spooled snapshots continue the store's chain (spoolFit): a spooled full snapshot newer than the store's
+ * head starts a chain of its own. Those the store already covers go; those that do not fit go too, their
+ * revisions come again from etcd.
+ */
+export function reconcileSpool(store: ChainHeads, spooled: readonly SpooledDelta[]): SpoolReconciliation {
+  let heads = store;
+  const drop: SpoolReconciliation['drop'] = [];
+  for (const delta of spooled) {
+    const fit = spoolFit(delta, heads);
+    if (fit === 'upload') heads = headsAfter(heads, delta);
+    else drop.push(fit === 'gap' ? { delta, chainRevision: heads.head } : { delta });
+  }
+  return { heads, drop };
+}
+
+export interface StoreChainOptions {
+  /** Written to only while this sidecar leads (a FencedStore). */
+  store: SnapStore;
+  /** This sidecar's own member: its history is compared with the store's. */
+  connection: EtcdConnection;
+  /** Scratch space (a delta read to compare its last revision). */
+  tempDir: string;
+  spool: Spool;
+  writer: DeltaWriter;
+  metrics: SnapshotMetrics;
+  logger: Logger;
+  /** The store lost its full snapshots under the sidecar: the deltas have no base. */
+  onBaseLost(): void;
+}
+
+/**
+ * The chain as the store holds it: its head (the newest snapshot's last revision) and newest full snapshot,
+ * read from a listing each time it matters, and the resynchronisation of the local chain with it.
+ */
+export class StoreChain {
+  /** The store's newest full snapshot, as last listed or stored. */
+  lastFull?: SnapshotRef;
+  /** The last resynchronisation found etcd's history forked from the store's: a full snapshot is owed at once. */
+  forked = false;
+
+  constructor(private readonly options: StoreChainOptions) {}
+
+  async heads(): Promise<ChainHeads> {
+    const entries = await listSnapshots(this.options.store);
+    this.noteFull(entries);
+    return headsOf(entries);
+  }
+
+  /**
+   * Starts the chain from what the store holds, once etcd's history is found to continue it (historyOf), followed
+   * by what the spool holds that continues it (reconcileSpool). Then the watch starts over right after the new head.
+   */
+  async resync(): Promise<void> {
+    const { spool, logger } = this.options;
+    this.forked = false;
+    const entries = await this.historyOf(await listSnapshots(this.options.store));
+    const storeHeads = headsOf(entries);
+    this.noteFull(entries);
+    this.report(entries);
+    await this.options.writer.restart(async () => {
+      if (this.forked) await spool.clear();
+      const { heads, drop } = reconcileSpool(storeHeads, spool.list());
+      for (const { delta, chainRevision } of drop) {
+        if (chainRevision !== undefined) {
+          logger.warn('dropping a spooled delta that does not continue the chain; etcd still has its revisions', {
+            delta: delta.name,
+            chainRevision,
+          });
+        }
+        await spool.remove(delta);
+      }
+      logger.info('chain resumes', { afterRevision: heads.head, storeRevision: storeHeads.head, spooled: spool.depth });
+      return heads.head;
+    });
+  }
+
+  /**
+   * What of the store etcd's history continues. A fork (etcd was restored to an earlier revision) sets the store's
+   * snapshots past the revision both share aside under forks/, clears the spool (it may hold the old history's
+   * revisions), and owes a full snapshot at once; the deltas go on from the shared revision, in etcd's new history.
+   * A store that holds none of etcd's history (another cluster's, or one from before this cluster was created) is
+   * refused: ForeignHistoryError, and nothing is written to it.
+   */
+  private async historyOf(entries: CatalogEntry[]): Promise<CatalogEntry[]> {
+    const { store, connection, tempDir, metrics, logger } = this.options;
+    const verdict = await checkStoreHistory({ store, entries, connection, scratchDir: tempDir });
+    if (verdict.kind === 'unknown') {
+      logger.warn("cannot tell whether etcd continues the store's history; going on with the store's chain", {
+        reason: verdict.reason,
+      });
+    }
+    if (verdict.kind === 'foreign') throw new ForeignHistoryError(store.location, verdict);
+    if (verdict.kind !== 'forked') return entries;
+    const folder = forkFolder(verdict.commonRevision);
+    logger.error(
+      "etcd's history left the store's (a restore to an earlier revision?): setting the later snapshots aside and taking a full snapshot",
+      {
+        commonRevision: verdict.commonRevision,
+        etcdRevision: verdict.etcdRevision,
+        setAside: verdict.abandoned.map((e) => e.name),
+        to: folder,
+      },
+    );
+    metrics.historyForks.inc();
+    await setAside(store, verdict.abandoned, folder);
+    this.forked = true;
+    return listSnapshots(store);
+  }
+
+  /**
+   * Keeps track of the store's newest full snapshot. A store that lost its full snapshots under the sidecar (emptied,
+   * or holding deltas only) gives the deltas no base: a new chain starts with a full snapshot, now.
+   */
+  private noteFull(entries: readonly SnapshotRef[]): void {
+    const newest = entries.findLast((e) => e.kind === 'Full');
+    if (!newest && this.lastFull) this.options.onBaseLost();
+    this.lastFull = newest;
+  }
+
+  private report(entries: Array<SnapshotRef>): void {
+    const { metrics } = this.options;
+    const fullAt = entries.findLastIndex((e) => e.kind === 'Full');
+    const deltas = entries.slice(fullAt + 1).filter((e) => e.kind === 'Incr');
+    for (const kind of ['Full', 'Incr'] as const) {
+      const newest = entries.findLast((e) => e.kind === kind);
+      if (newest) {
+        metrics.latestRevision.set({ kind }, newest.lastRevision);
+        metrics.latestTimestamp.set({ kind }, newest.createdAt);
+      }
+    }
+    metrics.latestDeltas.set(deltas.length);
+    metrics.latestDeltaRevisions.set(
+      deltas.length ? deltas[deltas.length - 1].lastRevision - deltas[0].startRevision + 1 : 0,
+    );
+  }
+}
