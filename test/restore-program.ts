@@ -20,14 +20,19 @@ export async function restoreAndFingerprint(
   dir: string,
   name: string,
   extra: string[] = [],
+  env: NodeJS.ProcessEnv = {},
 ): Promise<{ result: RestoreOutput; fingerprint: KeyspaceFingerprint }> {
   const peerPort = await freePort();
   const peer = `http://127.0.0.1:${peerPort}`;
   const dataDir = join(dir, name);
-  const res = await runProgram('etcd-restore', [
-    ...['--store', storeUrl, '--data-dir', dataDir, '--name', 'r0', '--initial-advertise-peer-urls', peer],
-    ...['--initial-cluster-token', name, '--output', 'json', ...extra],
-  ]);
+  const res = await runProgram(
+    'etcd-restore',
+    [
+      ...['--store', storeUrl, '--data-dir', dataDir, '--name', 'r0', '--initial-advertise-peer-urls', peer],
+      ...['--initial-cluster-token', name, '--output', 'json', ...extra],
+    ],
+    env,
+  );
   expect(res.code, res.stderr).toBe(0);
   const [fingerprint] = await fingerprintRestored([{ name: 'r0', dataDir, peerPort }], {
     initialCluster: `r0=${peer}`,

@@ -59,7 +59,8 @@ export interface SidecarProcess {
 /** `etcd-snapshot run` as a process, bound to 127.0.0.1, its log in `<dir>/sidecar.log`; resolves once it serves. */
 export async function startSidecar(options: {
   endpoint: string;
-  store: string;
+  /** The --store URL; undefined when `args` name the store with ebr's --storage-provider flags. */
+  store: string | undefined;
   dir: string;
   port?: number;
   args?: string[];
@@ -77,8 +78,7 @@ export async function startSidecar(options: {
       'run',
       '--endpoints',
       options.endpoint,
-      '--store',
-      options.store,
+      ...(options.store === undefined ? [] : ['--store', options.store]),
       '--spool-dir',
       join(options.dir, 'spool'),
       '--server-host',

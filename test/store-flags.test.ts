@@ -7,9 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // The programs share these flags through core's storeOption; etcd-snapshot list is the smallest user.
 const bin = fileURLToPath(new URL('../packages/snapshot/bin/etcd-snapshot.js', import.meta.url));
-const list = (args: string[]) =>
+const list = (args: string[], env: NodeJS.ProcessEnv = process.env) =>
   new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    execFile(process.execPath, [bin, 'list', '--output', 'json', ...args], (err, stdout, stderr) =>
+    execFile(process.execPath, [bin, 'list', '--output', 'json', ...args], { env }, (err, stdout, stderr) =>
       resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
@@ -28,9 +28,15 @@ describe("ebr's store flags", () => {
   });
 
   it('refuses unknown providers and both ways at once, with exit 2', async () => {
-    const unknown = await list(['--storage-provider', 'Swift', '--store-container', 'c']);
+    const unknown = await list(['--storage-provider', 'FTP', '--store-container', 'c']);
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toMatch(/Swift is not supported/);
+    expect(unknown.stderr).toMatch(/use one of S3, GCS, ABS, Swift, OSS, ECS, OCS, Local/);
+    // A provider ebr has, without its credentials: said before anything is tried.
+    const noCredentials = await list(['--storage-provider', 'Swift', '--store-container', 'c'], {
+      PATH: process.env.PATH,
+    });
+    expect(noCredentials.code).toBe(2);
+    expect(noCredentials.stderr).toMatch(/swift:\/\/c: .*no authURL: set OPENSTACK_APPLICATION_CREDENTIALS/);
     const both = await list(['--storage-provider', 'Local', '--store-container', dir, '--store', `file://${dir}`]);
     expect(both.code).toBe(2);
     expect(both.stderr).toMatch(/not both/);

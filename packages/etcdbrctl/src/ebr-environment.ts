@@ -53,8 +53,13 @@ export const EBR_ENVIRONMENT: readonly EbrVariable[] = [
   },
   {
     name: 'OPENSTACK_APPLICATION_CREDENTIALS, ALICLOUD_APPLICATION_CREDENTIALS, OPENSHIFT_APPLICATION_CREDENTIALS',
-    meaning: 'Swift, OSS and OCS credentials',
-    here: 'read by those stores where this build has them (docs/stores.md); a provider it lacks is refused by name',
+    meaning: 'Swift, OSS and OCS credentials: a folder of one-value files, or one JSON file (`_JSON`)',
+    here: 'the same files and fields (docs/stores.md)',
+  },
+  {
+    name: 'OS_* (OS_AUTH_URL, OS_USERNAME, OS_PASSWORD, OS_PROJECT_NAME, OS_REGION_NAME, ...), ECS_*',
+    meaning: "Swift's credentials as OpenStack's variables; Dell ECS's endpoint and keys",
+    here: 'the same variables (docs/stores.md)',
   },
   {
     name: 'SOURCE_<provider>_APPLICATION_CREDENTIALS[_JSON]',

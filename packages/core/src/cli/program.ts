@@ -85,11 +85,12 @@ export function storeOption<T, Required extends boolean = true>(y: Argv<T>, opti
         type: 'string',
         demandOption: (options.required ?? true) as Required,
         describe:
-          'Where snapshots live: file:///path, s3://bucket/prefix, gs://bucket/prefix, azblob://container/prefix',
+          'Where snapshots live: file:///path, s3://bucket/prefix, gs://bucket/prefix, azblob://container/prefix, swift://container/prefix, oss://bucket/prefix, ecs://bucket/prefix, ocs://bucket/prefix',
       })
       .option('storage-provider', {
         type: 'string',
-        describe: "ebr's way to name the store, instead of --store: S3, GCS, ABS or Local, with --store-container",
+        describe:
+          "ebr's way to name the store, instead of --store: S3, GCS, ABS, Swift, OSS, ECS, OCS or Local, with --store-container",
       })
       .option('store-container', {
         type: 'string',
@@ -125,7 +126,7 @@ export function keyFilesReadable(argv: Record<string, unknown>): true {
  */
 export function storePairOptions<T>(y: Argv<T>) {
   const described = (what: string) =>
-    `${what} store: file:///path, s3://bucket/prefix, gs://bucket/prefix, azblob://container/prefix`;
+    `${what} store: file:///path, s3://bucket/prefix, gs://bucket/prefix, azblob://container/prefix, swift://container/prefix, oss://bucket/prefix, ecs://bucket/prefix, ocs://bucket/prefix`;
   return y
     .option('from', { type: 'string', describe: described('The source') })
     .option('to', { type: 'string', describe: described('The destination') })

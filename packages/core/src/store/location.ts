@@ -38,6 +38,10 @@ const openers = new Map<string, StoreOpener>([
   ['s3', cloud(async () => (await import('./s3/s3-store.js')).openS3Store)],
   ['gs', cloud(async () => (await import('./gcs/gcs-store.js')).openGcsStore)],
   ['azblob', cloud(async () => (await import('./azure/azure-store.js')).openAzureStore)],
+  ['swift', cloud(async () => (await import('./swift/swift-store.js')).openSwiftStore)],
+  ['oss', cloud(async () => (await import('./oss/oss-store.js')).openOssStore)],
+  ['ecs', cloud(async () => (await import('./s3/s3-store.js')).openEcsStore)],
+  ['ocs', cloud(async () => (await import('./s3/s3-store.js')).openOcsStore)],
 ]);
 
 export async function openStore(raw: string, options: OpenOptions = {}): Promise<EncryptedStore> {

@@ -15,8 +15,16 @@ export interface PartQueueOptions {
 
 export type PartSender = (index: number, data: Buffer, signal: AbortSignal) => Promise<unknown>;
 
-/** Resolves with the number of parts sent (0 for an empty body). */
-export async function sendInParts(body: Readable, options: PartQueueOptions, sendPart: PartSender): Promise<number> {
+/**
+ * Resolves with the number of parts sent (0 for an empty body). `parts` are the body's parts when the caller has
+ * begun cutting it itself (to look at the first ones); the body is still what a stop destroys.
+ */
+export async function sendInParts(
+  body: Readable,
+  options: PartQueueOptions,
+  sendPart: PartSender,
+  parts: AsyncIterable<Buffer> = cutIntoParts(body, options.partSize),
+): Promise<number> {
   const controller = new AbortController();
   // Destroying the body wakes a loop that waits for data which may never come (a hung source).
   const stop = (reason?: unknown) => {
@@ -30,7 +38,7 @@ export async function sendInParts(body: Readable, options: PartQueueOptions, sen
   let count = 0;
   try {
     options.signal?.throwIfAborted();
-    for await (const data of cutIntoParts(body, options.partSize)) {
+    for await (const data of parts) {
       if (failure || controller.signal.aborted) break;
       const index = count++;
       const sending: Promise<void> = sendPart(index, data, controller.signal)

@@ -12,21 +12,24 @@ export interface ProviderFlags {
   prefix?: string;
 }
 
-const SCHEMES: Record<string, string> = { S3: 's3', GCS: 'gs', ABS: 'azblob', LOCAL: 'file' };
-/** ebr providers we do not (yet) have, with what to use instead. */
-const UNSUPPORTED: Record<string, string> = {
-  SWIFT: 'OpenStack Swift is not supported; if your Swift has the S3 API, use --storage-provider S3',
-  OSS: 'Alibaba OSS is not supported; OSS speaks the S3 API: use --storage-provider S3 with its endpoint',
-  ECS: 'Dell ECS is not supported by name; ECS speaks the S3 API: use --storage-provider S3 with its endpoint',
-  OCS: 'OCS is not supported by name; it speaks the S3 API: use --storage-provider S3 with its endpoint',
+const SCHEMES: Record<string, string> = {
+  S3: 's3',
+  GCS: 'gs',
+  ABS: 'azblob',
+  SWIFT: 'swift',
+  OSS: 'oss',
+  ECS: 'ecs',
+  OCS: 'ocs',
+  LOCAL: 'file',
 };
 
 export function storeUrlFromProviderFlags({ provider, container, prefix = '' }: ProviderFlags): string {
   const name = provider.trim().toUpperCase();
   const scheme = SCHEMES[name];
   if (!scheme) {
-    const hint = UNSUPPORTED[name] ?? `use one of S3, GCS, ABS, Local (or --store URL)`;
-    throw new UsageError(`--storage-provider "${provider}": ${hint}`);
+    throw new UsageError(
+      `--storage-provider "${provider}": use one of S3, GCS, ABS, Swift, OSS, ECS, OCS, Local (or --store URL)`,
+    );
   }
   if (!container) throw new UsageError(`--storage-provider ${provider} needs --store-container`);
   const path = prefix.replace(/^\/+|\/+$/g, '');

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { UsageError } from '../common/errors.js';
 
 /** The URL schemes of the providers location.ts opens. */
-export const STORE_SCHEMES: readonly string[] = ['file', 's3', 'gs', 'azblob'];
+export const STORE_SCHEMES: readonly string[] = ['file', 's3', 'gs', 'azblob', 'swift', 'oss', 'ecs', 'ocs'];
 
 /** A parsed `--store` URL: provider scheme, container (bucket, or directory for file://) and prefix. */
 export interface StoreLocation {
@@ -20,7 +20,7 @@ export function parseStoreUrl(raw: string, flag = '--store'): StoreLocation {
     url = new URL(raw);
   } catch {
     throw new UsageError(
-      `${flag} "${raw}" is not a URL: use file:///path, s3://bucket/prefix, gs://bucket/prefix or azblob://container/prefix`,
+      `${flag} "${raw}" is not a URL: use file:///path, s3://bucket/prefix, gs://bucket/prefix, azblob://container/prefix, swift://container/prefix, oss://bucket/prefix, ecs://bucket/prefix or ocs://bucket/prefix`,
     );
   }
   const scheme = url.protocol.replace(/:$/, '');

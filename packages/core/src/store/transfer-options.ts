@@ -17,6 +17,8 @@ export interface PartSizeRules {
   min: number;
   /** GCS chunks must be multiples of 256 KiB. */
   multipleOf?: number;
+  /** When the URL gives none (default DEFAULT_PART_SIZE). */
+  defaultSize?: number;
 }
 
 export const DEFAULT_PART_SIZE = 5 * 1024 * 1024;
@@ -24,10 +26,11 @@ export const DEFAULT_PARTS_IN_FLIGHT = 2;
 export const DEFAULT_TIMEOUT_MS = 60_000;
 
 export function transferOptions(query: QueryOptions, rules: PartSizeRules, where: string): TransferOptions {
-  const partSize = query.size('partSize') ?? DEFAULT_PART_SIZE;
+  const partSize = query.size('partSize') ?? rules.defaultSize ?? DEFAULT_PART_SIZE;
   if (partSize < rules.min || (rules.multipleOf && partSize % rules.multipleOf !== 0)) {
     const multiple = rules.multipleOf ? ` and a multiple of ${rules.multipleOf / 1024} KiB` : '';
-    throw new UsageError(`${where}: partSize must be at least ${rules.min / 1024 / 1024} MiB${multiple}`);
+    const min = rules.min % (1024 * 1024) === 0 ? `${rules.min / 1024 / 1024} MiB` : `${rules.min / 1024} KiB`;
+    throw new UsageError(`${where}: partSize must be at least ${min}${multiple}`);
   }
   return {
     partSize,

@@ -44,6 +44,12 @@ describe('malformed store URLs', () => {
     ['gs://bucket/p?partSize=300KiB&endpoint=http://127.0.0.1:1', 'multiple of 256 KiB'],
     ['azblob://c/p?partsInFlight=0', 'partsInFlight=0'],
     ['s3://bucket/p?endpoint=minio:9000', 'not an http(s) URL'],
+    ['swift://c/p?partSize=512KiB', 'partSize must be at least 1 MiB'],
+    ['swift://c/p?interface=private', 'interface=private must be one of public, internal, admin'],
+    ['oss://Bad_Bucket/p', 'is not an OSS bucket name'],
+    ['oss://bucket/p?endpoint=http://127.0.0.1:1&partSize=10KiB', 'partSize must be at least 100 KiB'],
+    ['ecs://bucket/p?regoin=x', 'unknown option regoin; known: endpoint, partSize'],
+    ['ocs://bucket/p', 'no OCS credentials: set OPENSHIFT_APPLICATION_CREDENTIALS'],
   ])('%s', async (url, expected) => {
     const { error } = await usageError(url);
     expect(error.message).toContain(expected);

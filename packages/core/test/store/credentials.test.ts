@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RotatingCredentials, readCredentials } from '../../src/store/credential-files.js';
 import { AWS_CREDENTIAL_ENV, AWS_CREDENTIAL_FIELDS } from '../../src/store/s3/config.js';
+import { sourceCredentialsEnv } from '../../src/store/source-credentials.js';
 import { type S3Target, startS3Target } from './s3-target.js';
 import { bodyOf } from './streams.js';
 
@@ -75,6 +76,28 @@ describe('ebr credential layouts', () => {
     await rewrite(file, JSON.stringify({ accessKeyID: 'two' }), 2);
     expect((await rotating.current())?.values.accessKeyID).toBe('two');
     expect(loads).toBe(2);
+  });
+});
+
+describe("a copy's source credentials (SOURCE_ variables, as ebr reads them)", () => {
+  it("SOURCE_<provider>_APPLICATION_CREDENTIALS stands in for the destination's, and SOURCE_OS_* for all of OS_*", () => {
+    const env = sourceCredentialsEnv({
+      OPENSTACK_APPLICATION_CREDENTIALS_JSON: '/dest/swift.json',
+      SOURCE_OPENSTACK_APPLICATION_CREDENTIALS: '/source/swift',
+      ALICLOUD_APPLICATION_CREDENTIALS: '/dest/oss',
+      OS_AUTH_URL: 'https://dest.example/v3',
+      OS_PASSWORD: 'dest',
+      SOURCE_OS_AUTH_URL: 'https://source.example/v3',
+      SOURCE_OS_USERNAME: 'source-user',
+      ECS_ENDPOINT: 'dest.example',
+    });
+    expect(env.OPENSTACK_APPLICATION_CREDENTIALS).toBe('/source/swift');
+    expect(env.OPENSTACK_APPLICATION_CREDENTIALS_JSON).toBeUndefined();
+    expect(env.ALICLOUD_APPLICATION_CREDENTIALS).toBe('/dest/oss');
+    expect(env.OS_AUTH_URL).toBe('https://source.example/v3');
+    expect(env.OS_USERNAME).toBe('source-user');
+    expect(env.OS_PASSWORD).toBeUndefined(); // the destination's password is not the source's
+    expect(env.ECS_ENDPOINT).toBe('dest.example');
   });
 });
 

@@ -7,8 +7,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FaultProxy, startFaultProxy } from '../../../../test/servers/fault-proxy.js';
 import { startAzureTarget } from './azure-target.js';
 import { startGcsTarget } from './gcs-target.js';
+import { startOssTarget } from './oss-target.js';
 import { startS3Target } from './s3-target.js';
 import { generatedBody, randomData, sha256Of, stallingBody } from './streams.js';
+import { startSwiftTarget } from './swift-target.js';
 
 const SIZE = 64 * 1024 * 1024;
 
@@ -49,6 +51,25 @@ const providers: Record<string, () => Promise<FaultTarget>> = {
       open: (prefix, endpoint, query) =>
         t.open(prefix, { endpoint: `${endpoint}${account}`, partSize: '4MiB', ...query }),
       pendingUploads: async () => 0, // uncommitted blocks are invisible, and Azure drops them by itself
+      stop: t.stop,
+    };
+  },
+  // Logged in through the proxy: tempauth hands out a storage URL on the host it was asked on, the proxy's.
+  Swift: async () => {
+    const t = await startSwiftTarget();
+    return {
+      origin: t.server.endpoint,
+      open: (prefix, endpoint, query) => t.open(prefix, { partSize: '4MiB', ...query }, `${endpoint}/auth/v1.0`),
+      pendingUploads: async () => (await t.strandedSegments()).length,
+      stop: t.stop,
+    };
+  },
+  OSS: async () => {
+    const t = await startOssTarget();
+    return {
+      origin: t.server.endpoint,
+      open: (prefix, endpoint, query) => t.open(prefix, { endpoint, partSize: '4MiB', ...query }),
+      pendingUploads: async () => t.server.pendingUploads(t.bucket).length,
       stop: t.stop,
     };
   },

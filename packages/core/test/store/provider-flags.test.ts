@@ -9,13 +9,16 @@ describe('storeUrlFromProviderFlags (ebr --storage-provider, --store-container, 
     [{ provider: 'abs', container: 'backups' }, 'azblob://backups'],
     [{ provider: 'Local', container: '/var/etcd/backup', prefix: 'v' }, 'file:///var/etcd/backup/v'],
     [{ provider: 'S3', container: 'b', prefix: 'with space' }, 's3://b/with%20space'],
+    [{ provider: 'Swift', container: 'backups', prefix: 'etcd-main' }, 'swift://backups/etcd-main'],
+    [{ provider: 'OSS', container: 'backups', prefix: 'etcd-main' }, 'oss://backups/etcd-main'],
+    [{ provider: 'ECS', container: 'backups' }, 'ecs://backups'],
+    [{ provider: 'OCS', container: 'backups', prefix: 'x' }, 'ocs://backups/x'],
   ])('%j → %s', (flags, url) => {
     expect(storeUrlFromProviderFlags(flags)).toBe(url);
   });
 
   it.each([
-    [{ provider: 'Swift', container: 'b' }, 'OpenStack Swift is not supported'],
-    [{ provider: 'FTP', container: 'b' }, 'use one of S3, GCS, ABS, Local'],
+    [{ provider: 'FTP', container: 'b' }, 'use one of S3, GCS, ABS, Swift, OSS, ECS, OCS, Local'],
     [{ provider: 'S3', container: '' }, 'needs --store-container'],
     [{ provider: 'Local', container: 'relative' }, 'absolute path'],
     [{ provider: 'S3', container: 'a/b' }, 'is not a bucket or container name'],

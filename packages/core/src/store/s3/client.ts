@@ -3,13 +3,14 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { UsageError } from '../../common/errors.js';
 import { http } from '../../common/node-http.js';
 import { RotatingCredentials, readCredentials } from '../credential-files.js';
-import { AWS_CREDENTIAL_ENV, AWS_CREDENTIAL_FIELDS, type S3Config } from './config.js';
+import type { S3Config } from './config.js';
 
 /**
  * The SDK client for a store. It makes each request once (`maxAttempts: 1`): retries are RetryingStore's.
  * Keys from ebr's credential files are re-read when the files change, through the SDK's credential provider
  * function: an expiration a second away makes the SDK ask again on every request, and each ask is a stat.
- * Without those files, the SDK's own default chain applies (env, profile, web identity, container, instance).
+ * Keys given as variables (ECS) are used as they are. Without either, the SDK's own default chain applies (env,
+ * profile, web identity, container, instance).
  */
 export function createS3Client(config: S3Config, env: NodeJS.ProcessEnv = process.env): S3Client {
   const agentOptions = { keepAlive: true, maxSockets: Math.max(16, config.transfer.partsInFlight * 2) };
@@ -20,7 +21,8 @@ export function createS3Client(config: S3Config, env: NodeJS.ProcessEnv = proces
     maxAttempts: 1,
     requestChecksumCalculation: config.requestChecksum,
     responseChecksumValidation: config.responseChecksum,
-    credentials: config.credentials ? rotatingKeys(config, env) : undefined,
+    credentials:
+      config.staticKeys ?? (config.credentials && config.credentialNames ? rotatingKeys(config, env) : undefined),
     requestHandler: {
       connectionTimeout: Math.min(10_000, config.transfer.timeoutMs),
       requestTimeout: config.transfer.timeoutMs,
@@ -36,7 +38,8 @@ export function createS3Client(config: S3Config, env: NodeJS.ProcessEnv = proces
 }
 
 function rotatingKeys(config: S3Config, env: NodeJS.ProcessEnv) {
-  const rotating = new RotatingCredentials(() => readCredentials(AWS_CREDENTIAL_ENV, AWS_CREDENTIAL_FIELDS, env));
+  const { env: names, fields } = config.credentialNames!;
+  const rotating = new RotatingCredentials(() => readCredentials(names, fields, env));
   return async () => {
     const source = await rotating.current();
     const accessKeyId = source?.values.accessKeyID;

@@ -1,5 +1,5 @@
 import { UsageError } from '../../common/errors.js';
-import { type CredentialSource, readCredentials } from '../credential-files.js';
+import { type CredentialEnv, type CredentialSource, readCredentials } from '../credential-files.js';
 import { parseBoolean, QueryOptions } from '../query-options.js';
 import type { StoreLocation } from '../store-url.js';
 import { TRANSFER_OPTIONS, type TransferOptions, transferOptions } from '../transfer-options.js';
@@ -28,11 +28,17 @@ export interface S3Config {
   transfer: TransferOptions;
   /** ebr's credential files, if any: keys are re-read from them when they change. */
   credentials?: CredentialSource;
+  /** The variables that name those files and the fields they hold (AWS's; OCS has its own). */
+  credentialNames?: { env: CredentialEnv; fields: readonly string[] };
+  /** Keys given as variables (ECS): used as they are. */
+  staticKeys?: { accessKeyId: string; secretAccessKey: string };
+  /** Where to look when the keys are refused, for messages. */
+  credentialsHint: string;
 }
 
 export type Checksum = 'WHEN_SUPPORTED' | 'WHEN_REQUIRED';
 
-export const AWS_CREDENTIAL_ENV = {
+export const AWS_CREDENTIAL_ENV: CredentialEnv = {
   directory: 'AWS_APPLICATION_CREDENTIALS',
   json: 'AWS_APPLICATION_CREDENTIALS_JSON',
 };
@@ -53,7 +59,7 @@ export const AWS_CREDENTIAL_FIELDS = [
   'roleARN',
 ] as const;
 
-const QUERY_OPTIONS = [
+export const QUERY_OPTIONS = [
   'endpoint',
   'region',
   'forcePathStyle',
@@ -65,7 +71,7 @@ const QUERY_OPTIONS = [
 ];
 
 /** S3 refuses parts under 5 MiB (except the last). */
-const MIN_PART_SIZE = 5 * 1024 * 1024;
+export const MIN_PART_SIZE = 5 * 1024 * 1024;
 
 export async function s3Config(location: StoreLocation, env: NodeJS.ProcessEnv = process.env): Promise<S3Config> {
   const where = `s3://${location.container}/${location.prefix}`;
@@ -138,5 +144,7 @@ export async function s3Config(location: StoreLocation, env: NodeJS.ProcessEnv =
     },
     transfer: transferOptions(query, { min: MIN_PART_SIZE }, where),
     credentials,
+    credentialNames: { env: AWS_CREDENTIAL_ENV, fields: AWS_CREDENTIAL_FIELDS },
+    credentialsHint: `check ${AWS_CREDENTIAL_ENV.directory} / ${AWS_CREDENTIAL_ENV.json}, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY`,
   };
 }

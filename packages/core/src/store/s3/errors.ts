@@ -6,18 +6,16 @@ import { AWS_CREDENTIAL_ENV, type S3Config } from './config.js';
 /** S3 error codes that mean the configuration is wrong, with what to do about each. */
 const CONFIG_FIXES: Record<string, (c: S3Config) => string> = {
   NoSuchBucket: (c) => `bucket "${c.bucket}" does not exist: create it, or fix the bucket in --store`,
-  InvalidAccessKeyId: () => `the access key was refused: ${credentialsHint}`,
-  SignatureDoesNotMatch: () => `the secret key does not match the access key: ${credentialsHint}`,
-  InvalidToken: () => `the session token was refused: ${credentialsHint}`,
-  ExpiredToken: () => `the credentials have expired: ${credentialsHint}`,
+  InvalidAccessKeyId: (c) => `the access key was refused: ${c.credentialsHint}`,
+  SignatureDoesNotMatch: (c) => `the secret key does not match the access key: ${c.credentialsHint}`,
+  InvalidToken: (c) => `the session token was refused: ${c.credentialsHint}`,
+  ExpiredToken: (c) => `the credentials have expired: ${c.credentialsHint}`,
   AccessDenied: (c) =>
     `access denied to bucket "${c.bucket}": grant the credentials s3:ListBucket, s3:GetObject, s3:PutObject, s3:DeleteObject and s3:AbortMultipartUpload`,
   PermanentRedirect: (c) => `bucket "${c.bucket}" is in another region: set ?region=... in --store (or AWS_REGION)`,
   AuthorizationHeaderMalformed: () =>
     'the request was signed for the wrong region: set ?region=... in --store (or AWS_REGION)',
 };
-
-const credentialsHint = `check ${AWS_CREDENTIAL_ENV.directory} / ${AWS_CREDENTIAL_ENV.json}, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY`;
 
 /**
  * A message that names the store, the operation and the fix. Configuration mistakes become UsageError when
@@ -34,7 +32,7 @@ export function s3Failure(config: S3Config, what: string, err: unknown, opening 
   if (fix) message = `${where}: ${fix(config)}`;
   // HEAD answers carry no error code: a 403 is either wrong credentials or missing permissions.
   else if (status === 403)
-    message = `${where}: forbidden (403): ${credentialsHint}, and that they may use bucket "${config.bucket}"`;
+    message = `${where}: forbidden (403): ${config.credentialsHint}, and that they may use bucket "${config.bucket}"`;
   else if (status === 404 && opening) message = `${where}: ${CONFIG_FIXES.NoSuchBucket(config)}`;
   else if (status === 301) message = `${where}: ${CONFIG_FIXES.PermanentRedirect(config)}`;
   else if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') {

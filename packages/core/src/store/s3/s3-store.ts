@@ -26,6 +26,7 @@ import {
 } from '../snapstore.js';
 import type { StoreLocation } from '../store-url.js';
 import { createS3Client } from './client.js';
+import { ecsConfig, ocsConfig } from './compatible.js';
 import { type S3Config, s3Config } from './config.js';
 import { s3Failure } from './errors.js';
 import { PutRequests } from './put-requests.js';
@@ -261,13 +262,18 @@ function objectLock(retainUntil: Date | undefined, legalHold: string | undefined
   return undefined;
 }
 
-export async function openS3Store(
-  location: StoreLocation,
-  policy: RetryPolicy,
-  env: NodeJS.ProcessEnv = process.env,
-): Promise<S3Store> {
-  const config = await s3Config(location, env);
-  const store = new S3Store(config, createS3Client(config, env));
-  await retry(() => store.check(), policy);
-  return store;
+type Configure = (location: StoreLocation, env: NodeJS.ProcessEnv) => Promise<S3Config>;
+
+/** Opens an S3 store configured by `configure`: AWS's sources for s3://, ebr's ECS and OCS ones (compatible.ts). */
+function opener(configure: Configure) {
+  return async (location: StoreLocation, policy: RetryPolicy, env: NodeJS.ProcessEnv = process.env) => {
+    const config = await configure(location, env);
+    const store = new S3Store(config, createS3Client(config, env));
+    await retry(() => store.check(), policy);
+    return store;
+  };
 }
+
+export const openS3Store = opener(s3Config);
+export const openEcsStore = opener(ecsConfig);
+export const openOcsStore = opener(ocsConfig);
