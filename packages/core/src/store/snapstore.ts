@@ -14,6 +14,11 @@ export interface StoredObject {
   metadata: Record<string, string>;
 }
 
+/** A listing's order, by name as bytes compare (not the locale's), whatever order the provider returned. */
+export function byName(a: StoredObject, b: StoredObject): number {
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+}
+
 export interface PutOptions {
   /** Keys lower-case `[a-z0-9-]`, starting with a letter, so that they survive every provider (see metadata.ts). */
   metadata?: Record<string, string>;

@@ -8,6 +8,7 @@ import { sendInParts } from '../part-queue.js';
 import { withTimeout } from '../request-timeout.js';
 import { type RetryPolicy, retry, statusOf } from '../retry.js';
 import {
+  byName,
   type GetOptions,
   ImmutableObjectError,
   ObjectNotFoundError,
@@ -130,7 +131,7 @@ export class AzureStore implements SnapStore {
     } catch (err) {
       throw azureFailure(this.config, `list "${prefix}"`, err);
     }
-    return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return out.sort(byName);
   }
 
   async stat(name: string): Promise<StoredObject | undefined> {

@@ -7,6 +7,7 @@ import { checkObjectName, listingPrefix, nameOfKey, objectKey } from '../object-
 import { withTimeout } from '../request-timeout.js';
 import { type RetryPolicy, retry, statusOf } from '../retry.js';
 import {
+  byName,
   type GetOptions,
   ImmutableObjectError,
   ObjectNotFoundError,
@@ -126,7 +127,7 @@ export class GcsStore implements SnapStore {
     } catch (err) {
       throw this.failure(`list "${prefix}"`, err);
     }
-    return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return out.sort(byName);
   }
 
   async stat(name: string): Promise<StoredObject | undefined> {

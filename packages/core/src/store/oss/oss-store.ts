@@ -8,6 +8,7 @@ import { checkObjectName, listingPrefix, nameOfKey, objectKey } from '../object-
 import { cutIntoParts, sendInParts } from '../part-queue.js';
 import { type RetryPolicy, retry, statusOf } from '../retry.js';
 import {
+  byName,
   type GetOptions,
   ObjectNotFoundError,
   type PutOptions,
@@ -196,7 +197,7 @@ export class OssStore implements SnapStore {
     } catch (err) {
       throw ossFailure(this.config, `list "${prefix}"`, err);
     }
-    return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return out.sort(byName);
   }
 
   async stat(name: string): Promise<StoredObject | undefined> {

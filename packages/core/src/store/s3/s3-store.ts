@@ -15,6 +15,7 @@ import { checkMetadata } from '../metadata.js';
 import { checkObjectName, listingPrefix, nameOfKey, objectKey } from '../object-name.js';
 import { type RetryPolicy, retry, statusOf } from '../retry.js';
 import {
+  byName,
   type GetOptions,
   ImmutableObjectError,
   ObjectNotFoundError,
@@ -142,7 +143,7 @@ export class S3Store implements SnapStore {
     } catch (err) {
       throw s3Failure(this.config, `list "${prefix}"`, err);
     }
-    return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return out.sort(byName);
   }
 
   async stat(name: string): Promise<StoredObject | undefined> {

@@ -5,6 +5,7 @@ import { checkObjectName, listingPrefix, nameOfKey, objectKey } from '../object-
 import { cutIntoParts } from '../part-queue.js';
 import { type RetryPolicy, retry } from '../retry.js';
 import {
+  byName,
   type GetOptions,
   ObjectNotFoundError,
   type PutOptions,
@@ -159,7 +160,7 @@ export class SwiftStore implements SnapStore {
         if (size === 0 && segmentsOf(item.name, keys).length > 0) size = (await this.stat(name))?.size ?? 0;
         out.push({ name, size, lastModified: listingDate(item.last_modified), metadata: {} });
       }
-      return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      return out.sort(byName);
     } catch (err) {
       throw swiftFailure(this.config, `list "${prefix}"`, err);
     }
