@@ -1,4 +1,4 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   compactHistory,
@@ -9,74 +9,29 @@ import {
   findEtcdBinaries,
   freePort,
 } from '@etcd-steward/core';
+import { describeFault, type Fault, faultSchedule, prng, type ScheduleShape } from './fault-schedule.js';
+import { type FaultStore, faultStore } from './fault-store.js';
 import { runProgram } from './run-program.js';
 import {
   etcdRevision,
   firstDelta,
+  metric,
   type SidecarProcess,
   snapshotsReach,
   startSidecar,
   waitFor,
 } from './sidecar-helpers.js';
-import { switchableStore } from './switchable-store.js';
 
 /**
- * A randomized fault run with the proof as its oracle (docs/proof.md §5): one etcd member, its sidecar, a writer
- * (puts, deletes, txns, leases), and a schedule drawn from a seed of: the sidecar killed (SIGKILL) and restarted,
- * etcd killed and restarted, the store gone for a while, a compaction by etcd, a defragmentation, a full snapshot
- * asked for, etcd-compact and etcd-gc run on the store. Midway and at the end the store's newest chain is restored
- * and proven against etcd (`etcd-copy-backups verify --against`). The same seed gives the same schedule.
+ * A randomized fault run with the proof as its oracle (docs/proof.md §5): one etcd member or three, a sidecar beside
+ * each (only the leader's stores; the store is shared), a writer (puts, deletes, txns, leases) against the cluster,
+ * and a schedule drawn from a seed (fault-schedule.ts) of: a sidecar killed (SIGKILL) and restarted, an etcd member
+ * killed and restarted, the lead moved, the store gone for a while or answering a share of requests with errors, a
+ * compaction by etcd, a defragmentation, a full snapshot asked for, etcd-compact and etcd-gc run on the store.
+ * Midway and at the end the store's newest chain is restored and proven against the cluster
+ * (`etcd-copy-backups verify --against`). The same seed and shape give the same schedule.
  */
-export type Fault =
-  | { kind: 'kill-sidecar'; downMs: number }
-  | { kind: 'kill-etcd'; downMs: number }
-  | { kind: 'store-outage'; downMs: number }
-  | { kind: 'etcd-compaction'; behind: number }
-  | { kind: 'defragment' }
-  | { kind: 'full-snapshot' }
-  | { kind: 'compact-program' }
-  | { kind: 'gc-program' }
-  | { kind: 'writes'; ms: number };
-
-/** mulberry32: small, seeded, the same sequence everywhere. */
-function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/** The schedule a seed gives: `steps` faults, each followed by writes. */
-export function faultSchedule(seed: number, steps: number): Fault[] {
-  const random = prng(seed);
-  const ms = (min: number, max: number) => Math.round(min + random() * (max - min));
-  const kinds: Array<() => Fault> = [
-    () => ({ kind: 'kill-sidecar', downMs: ms(0, 3000) }),
-    () => ({ kind: 'kill-etcd', downMs: ms(0, 3000) }),
-    () => ({ kind: 'store-outage', downMs: ms(500, 5000) }),
-    () => ({ kind: 'etcd-compaction', behind: ms(0, 300) }),
-    () => ({ kind: 'defragment' }),
-    () => ({ kind: 'full-snapshot' }),
-    () => ({ kind: 'compact-program' }),
-    () => ({ kind: 'gc-program' }),
-  ];
-  const schedule: Fault[] = [];
-  for (let i = 0; i < steps; i++) {
-    schedule.push(kinds[Math.floor(random() * kinds.length)]());
-    schedule.push({ kind: 'writes', ms: ms(300, 2000) });
-  }
-  return schedule;
-}
-
-export function describeFault(f: Fault): string {
-  return Object.entries(f)
-    .map(([k, v]) => (k === 'kind' ? String(v) : `${k}=${v}`))
-    .join(' ');
-}
+export { describeFault, type Fault, faultSchedule };
 
 /** What a run found: each checkpoint's proof outcome and exit code, and what the writer did. */
 export interface FaultRunResult {
@@ -88,9 +43,9 @@ export interface FaultRunResult {
 }
 
 /** A writer that goes on through every fault: a write refused while etcd is down is counted and skipped. */
-function startFaultWriter(endpoint: string, seed: number) {
+function startFaultWriter(endpoints: string[], seed: number) {
   const random = prng(seed ^ 0x5eed);
-  let client: Etcd3 = createEtcdClient({ endpoints: [endpoint] });
+  let client: Etcd3 = createEtcdClient({ endpoints });
   let stopped = false;
   let writes = 0;
   let refused = 0;
@@ -131,7 +86,7 @@ function startFaultWriter(endpoint: string, seed: number) {
     /** A fresh client after etcd restarted: the old one may hold its connection in back-off. */
     reconnect() {
       const old = client;
-      client = createEtcdClient({ endpoints: [endpoint] });
+      client = createEtcdClient({ endpoints });
       old.close();
     },
     async stop() {
@@ -143,15 +98,81 @@ function startFaultWriter(endpoint: string, seed: number) {
   };
 }
 
+/** The members of the run's cluster, each restartable on its data dir. */
+async function startFaultCluster(count: 1 | 3, seed: number, at: (...names: string[]) => string) {
+  const binaries = await findEtcdBinaries();
+  const specs: Array<{ name: string; clientPort: number; peerPort: number }> = [];
+  for (let i = 0; i < count; i++)
+    specs.push({ name: `f${i}`, clientPort: await freePort(), peerPort: await freePort() });
+  const initialCluster = specs.map((s) => `${s.name}=http://127.0.0.1:${s.peerPort}`).join(',');
+  const options = specs.map((s) => ({
+    binaries,
+    ...s,
+    dataDir: at(`etcd-${s.name}`),
+    logFile: at(`etcd-${s.name}.log`),
+    initialCluster,
+    clusterToken: `fault-run-${seed}`,
+    throwaway: true,
+  }));
+  const members: EtcdProcess[] = [];
+  try {
+    for (const o of options) members.push(await EtcdProcess.start(o));
+    await Promise.all(members.map((m) => m.waitHealthy()));
+  } catch (err) {
+    await Promise.all(members.map((m) => m.stop()));
+    throw err;
+  }
+  return {
+    endpoints: members.map((m) => m.clientUrl),
+    async restart(i: number, downMs: number) {
+      await members[i].kill();
+      await sleep(downMs);
+      members[i] = await EtcdProcess.start(options[i]);
+      await members[i].waitHealthy();
+    },
+    stop: () => Promise.all(members.map((m) => m.stop())),
+  };
+}
+
+async function withClient<T>(endpoints: string[], call: (client: Etcd3) => Promise<T>): Promise<T> {
+  const client = createEtcdClient({ endpoints });
+  try {
+    return await call(client);
+  } finally {
+    client.close();
+  }
+}
+
+/** Hands the lead to member `to` (or, when it leads already or is down, to another member); says what it did. */
+async function moveLeader(endpoints: string[], to: number): Promise<string> {
+  const status = await Promise.all(
+    endpoints.map((e) => withClient([e], (c) => c.maintenance.status()).catch(() => undefined)),
+  );
+  const leaderId = status.find((s) => s)?.leader;
+  const leader = status.findIndex((s) => s?.header.member_id === leaderId);
+  if (leader < 0) return 'no leader known';
+  const target = [to, ...endpoints.keys()].find((i) => i !== leader && status[i]);
+  if (target === undefined) return 'no member to move to';
+  await withClient([endpoints[leader]], (c) =>
+    c.maintenance.moveLeader({ targetID: status[target]?.header.member_id }),
+  );
+  return `moved from member ${leader} to ${target}`;
+}
+
 export async function runFaultRun(options: {
   seed: number;
   steps: number;
+  members?: 1 | 3;
+  /** Where the store is: a local folder, or an S3 test server behind the fault proxy (default: s3 for 3 members). */
+  store?: 'local' | 's3';
   at: (...names: string[]) => string;
   log?: (line: string) => void;
 }): Promise<FaultRunResult> {
   const { seed, at } = options;
+  const count = options.members ?? 1;
+  const storeKind = options.store ?? (count === 3 ? 's3' : 'local');
   const log = options.log ?? (() => {});
-  const schedule = faultSchedule(seed, options.steps);
+  const schedule = faultSchedule(seed, options.steps, runShape(count, storeKind));
   const result: FaultRunResult = {
     seed,
     schedule: schedule.map(describeFault),
@@ -159,54 +180,51 @@ export async function runFaultRun(options: {
     writes: 0,
     refused: 0,
   };
-  const binaries = await findEtcdBinaries();
-  const clientPort = await freePort();
-  const peerPort = await freePort();
-  const member = {
-    binaries,
-    name: 'f0',
-    clientPort,
-    peerPort,
-    dataDir: at('etcd'),
-    logFile: at('etcd.log'),
-    throwaway: true,
-  };
-  let etcd = await EtcdProcess.start(member);
-  await etcd.waitHealthy();
-  const endpoint = etcd.clientUrl;
-  const conn = { endpoints: [endpoint] };
+  const store: FaultStore = await faultStore(storeKind, at);
+  let cluster: Awaited<ReturnType<typeof startFaultCluster>>;
+  try {
+    cluster = await startFaultCluster(count, seed, at);
+  } catch (err) {
+    await store.stop();
+    throw err;
+  }
+  const { endpoints } = cluster;
+  const conn = { endpoints };
   const control = createEtcdClient(conn);
-  const store = await switchableStore(at, 'store');
-  const storeDir = await store.directory('up');
-  await store.point(storeDir);
-  await writeFile(at('store-down'), 'the store is down');
-  const sidecarPort = await freePort();
-  const sidecarOptions = { endpoint, store: store.url, dir: at('sidecar'), port: sidecarPort };
-  let sidecar: SidecarProcess | undefined = await startSidecar(sidecarOptions);
-  const writer = startFaultWriter(endpoint, seed);
-  await firstDelta(sidecar.url);
+  const sidecarOptions = await Promise.all(
+    endpoints.map(async (endpoint, i) => ({
+      endpoint,
+      store: store.url,
+      dir: at(`sidecar-${i}`),
+      port: await freePort(),
+      env: { ...process.env, ...store.env },
+    })),
+  );
+  const sidecars: Array<SidecarProcess | undefined> = [];
+  const writer = startFaultWriter(endpoints, seed);
   const scratch = at('scratch');
-  await mkdir(scratch, { recursive: true });
 
   const program = async (name: string, args: string[]) => {
-    const r = await runProgram(name, args);
+    const r = await runProgram(name, args, store.env);
     log(`  ${name}: exit ${r.code}${r.code === 0 ? '' : ` ${r.stderr.trim().split('\n').at(-1)?.slice(0, 300)}`}`);
     return r;
   };
-  /** The store's newest chain restored and proven against etcd; a cluster compacted less than the chain's full
-   * snapshot (after etcd-compact) is compacted up to it first, as etcd's auto-compaction would in time. */
+  /** The sidecar that leads now, by its metrics; undefined in a hand-over. */
+  const leading = async () => {
+    for (const s of sidecars) {
+      if (s && (await metric(s.url, 'etcd_snapshot_leader').catch(() => undefined)) === 1) return s;
+    }
+    return undefined;
+  };
+  /** The store's newest chain restored and proven against the cluster; a cluster compacted less than the chain's
+   * full snapshot (after etcd-compact) is compacted up to it first, as etcd's auto-compaction would in time. */
   const checkpoint = async (name: string) => {
     const verify = () =>
-      runProgram('etcd-copy-backups', [
-        'verify',
-        '--store',
-        store.url,
-        '--against',
-        endpoint,
-        '--temp-dir',
-        scratch,
-        '--record',
-      ]);
+      runProgram(
+        'etcd-copy-backups',
+        ['verify', '--store', store.directUrl, '--against', endpoints.join(','), '--temp-dir', scratch, '--record'],
+        store.env,
+      );
     let r = await verify();
     const compactedLess = /full snapshot was compacted at revision (\d+), the cluster only at/.exec(r.stdout);
     if (r.code === 5 && compactedLess) {
@@ -219,62 +237,89 @@ export async function runFaultRun(options: {
   };
 
   try {
+    await mkdir(scratch, { recursive: true });
+    for (const o of sidecarOptions) sidecars.push(await startSidecar(o));
+    const first = await waitFor('a leading sidecar', leading);
+    await firstDelta(first.url);
     for (let i = 0; i < schedule.length; i++) {
       const fault = schedule[i];
       if (fault.kind !== 'writes') log(`step ${i / 2 + 1}: ${describeFault(fault)}`);
-      switch (fault.kind) {
-        case 'writes':
-          await sleep(fault.ms);
-          break;
-        case 'kill-sidecar':
-          await sidecar?.kill();
-          await sleep(fault.downMs);
-          sidecar = await startSidecar(sidecarOptions);
-          break;
-        case 'kill-etcd':
-          await etcd.kill();
-          await sleep(fault.downMs);
-          etcd = await EtcdProcess.start(member);
-          await etcd.waitHealthy();
-          writer.reconnect();
-          break;
-        case 'store-outage':
-          await store.point(at('store-down'));
-          await sleep(fault.downMs);
-          await store.point(storeDir);
-          break;
-        case 'etcd-compaction': {
-          const revision = (await etcdRevision(control)) - fault.behind;
-          if (revision > 1) await compactHistory(conn, revision, { timeoutMs: 60_000 });
-          break;
-        }
-        case 'defragment':
-          await defragmentMember(conn, { timeoutMs: 60_000 });
-          break;
-        case 'full-snapshot':
-          {
-            const res = await fetch(`${sidecar?.url}/snapshot/full`, { method: 'POST' });
-            log(`  full snapshot: ${res.status}${res.ok ? '' : ` ${(await res.text()).slice(0, 200)}`}`);
-          }
-          break;
-        case 'compact-program':
-          await program('etcd-compact', ['--store', store.url, '--temp-dir', scratch, '--lock-settle', '1s']);
-          break;
-        case 'gc-program':
-          await program('etcd-gc', ['--store', store.url, '--keep-last', '1', '--lock-settle', '1s']);
-          break;
-      }
+      await apply(fault);
       if (i === 2 * Math.floor(options.steps / 2) - 1) await checkpoint('midway');
     }
     Object.assign(result, await writer.stop());
     const last = await etcdRevision(control);
-    await waitFor('the sidecar to store the last revision', () => snapshotsReach(sidecar?.url ?? '', last), 90_000);
+    await waitFor(
+      'a sidecar to store the last revision',
+      async () => {
+        for (const s of sidecars) if (s && (await snapshotsReach(s.url, last).catch(() => false))) return true;
+        return false;
+      },
+      90_000,
+    );
     await checkpoint('end');
     return result;
   } finally {
     await writer.stop().catch(() => undefined);
     control.close();
-    await sidecar?.stop().catch(() => undefined);
-    await etcd.stop();
+    await Promise.all(sidecars.map((s) => s?.stop().catch(() => undefined)));
+    await cluster.stop();
+    await store.stop();
   }
+
+  async function apply(fault: Fault) {
+    switch (fault.kind) {
+      case 'writes':
+        await sleep(fault.ms);
+        break;
+      case 'kill-sidecar': {
+        const i = fault.member ?? 0;
+        await sidecars[i]?.kill();
+        sidecars[i] = undefined;
+        await sleep(fault.downMs);
+        sidecars[i] = await startSidecar(sidecarOptions[i]);
+        break;
+      }
+      case 'kill-etcd':
+        await cluster.restart(fault.member ?? 0, fault.downMs);
+        writer.reconnect();
+        break;
+      case 'move-leader':
+        log(`  ${await moveLeader(endpoints, fault.member).catch((err) => `not moved: ${String(err).slice(0, 200)}`)}`);
+        break;
+      case 'store-outage':
+        await store.down(fault.downMs);
+        break;
+      case 'store-errors':
+        await store.errors(fault.ms, fault.rate);
+        break;
+      case 'etcd-compaction': {
+        const revision = (await etcdRevision(control)) - fault.behind;
+        if (revision > 1) await compactHistory(conn, revision, { timeoutMs: 60_000 });
+        break;
+      }
+      case 'defragment':
+        await defragmentMember({ endpoints: [endpoints[fault.member ?? 0]] }, { timeoutMs: 60_000 });
+        break;
+      case 'full-snapshot': {
+        const s = await leading();
+        const res = s ? await fetch(`${s.url}/snapshot/full`, { method: 'POST' }) : undefined;
+        log(
+          `  full snapshot: ${res ? `${res.status}${res.ok ? '' : ` ${(await res.text()).slice(0, 200)}`}` : 'no sidecar leads now'}`,
+        );
+        break;
+      }
+      case 'compact-program':
+        await program('etcd-compact', ['--store', store.url, '--temp-dir', scratch, '--lock-settle', '1s']);
+        break;
+      case 'gc-program':
+        await program('etcd-gc', ['--store', store.url, '--keep-last', '1', '--lock-settle', '1s']);
+        break;
+    }
+  }
+}
+
+/** The schedule's shape for a run of `members` on a store of `kind`. */
+export function runShape(members: 1 | 3, kind: 'local' | 's3'): ScheduleShape {
+  return { members, storeErrors: kind === 's3' };
 }
