@@ -8,6 +8,7 @@ import {
   EtcdProcess,
   findEtcdBinaries,
   freePort,
+  listAlarms,
 } from '@etcd-steward/core';
 import { describeFault, type Fault, faultSchedule, prng, type ScheduleShape } from './fault-schedule.js';
 import { type FaultStore, faultStore } from './fault-store.js';
@@ -99,7 +100,7 @@ function startFaultWriter(endpoints: string[], seed: number) {
 }
 
 /** The members of the run's cluster, each restartable on its data dir. */
-async function startFaultCluster(count: 1 | 3, seed: number, at: (...names: string[]) => string) {
+async function startFaultCluster(count: 1 | 3, seed: number, at: (...names: string[]) => string, extraArgs: string[]) {
   const binaries = await findEtcdBinaries();
   const specs: Array<{ name: string; clientPort: number; peerPort: number }> = [];
   for (let i = 0; i < count; i++)
@@ -113,6 +114,7 @@ async function startFaultCluster(count: 1 | 3, seed: number, at: (...names: stri
     initialCluster,
     clusterToken: `fault-run-${seed}`,
     throwaway: true,
+    extraArgs,
   }));
   const members: EtcdProcess[] = [];
   try {
@@ -172,7 +174,8 @@ export async function runFaultRun(options: {
   const count = options.members ?? 1;
   const storeKind = options.store ?? (count === 3 ? 's3' : 'local');
   const log = options.log ?? (() => {});
-  const schedule = faultSchedule(seed, options.steps, runShape(count, storeKind));
+  const shape = runShape(count, storeKind);
+  const schedule = faultSchedule(seed, options.steps, shape);
   const result: FaultRunResult = {
     seed,
     schedule: schedule.map(describeFault),
@@ -183,7 +186,7 @@ export async function runFaultRun(options: {
   const store: FaultStore = await faultStore(storeKind, at);
   let cluster: Awaited<ReturnType<typeof startFaultCluster>>;
   try {
-    cluster = await startFaultCluster(count, seed, at);
+    cluster = await startFaultCluster(count, seed, at, shape.nospace ? [`--quota-backend-bytes=${NOSPACE_QUOTA}`] : []);
   } catch (err) {
     await store.stop();
     throw err;
@@ -198,6 +201,7 @@ export async function runFaultRun(options: {
       dir: at(`sidecar-${i}`),
       port: await freePort(),
       env: { ...process.env, ...store.env },
+      args: shape.nospace ? ['--alarm-check-period', '1s', '--alarm-quota-bytes', String(NOSPACE_QUOTA)] : [],
     })),
   );
   const sidecars: Array<SidecarProcess | undefined> = [];
@@ -287,6 +291,14 @@ export async function runFaultRun(options: {
       case 'move-leader':
         log(`  ${await moveLeader(endpoints, fault.member).catch((err) => `not moved: ${String(err).slice(0, 200)}`)}`);
         break;
+      case 'nospace':
+        log(`  ${await fillQuota(endpoints)}`);
+        await waitFor(
+          'the sidecar to clear the NOSPACE alarm',
+          async () => (await listAlarms(conn)).length === 0,
+          60_000,
+        );
+        break;
       case 'store-outage':
         await store.down(fault.downMs);
         break;
@@ -319,7 +331,29 @@ export async function runFaultRun(options: {
   }
 }
 
-/** The schedule's shape for a run of `members` on a store of `kind`. */
+/** The schedule's shape for a run of `members` on a store of `kind`; a 3-member run has a NOSPACE to clear. */
 export function runShape(members: 1 | 3, kind: 'local' | 's3'): ScheduleShape {
-  return { members, storeErrors: kind === 's3' };
+  return { members, storeErrors: kind === 's3', nospace: members === 3 };
+}
+
+/** etcd's quota in a run with NOSPACE: small, for a burst to fill in seconds; the writer's own data stays far below. */
+const NOSPACE_QUOTA = 8 * 2 ** 20;
+
+/**
+ * Eight keys of 128 KiB overwritten until etcd refuses them (NOSPACE): the history fills the quota, the live data
+ * is 1 MiB. Its own client: etcd3 pauses a client that was refused several times in a row.
+ */
+async function fillQuota(endpoints: string[]): Promise<string> {
+  return withClient(endpoints, async (client) => {
+    const value = Buffer.alloc(128 * 1024, 'q');
+    for (let n = 0; n < 400; n++) {
+      try {
+        await client.put(`/f/quota/${n % 8}`).value(Buffer.concat([Buffer.from(`${n}:`), value]));
+      } catch (err) {
+        if (/database space exceeded/.test(String(err))) return `NOSPACE after ${n} big puts`;
+        await sleep(100);
+      }
+    }
+    return 'etcd took 400 big puts without NOSPACE';
+  });
 }

@@ -14,12 +14,15 @@ export type Fault =
   | { kind: 'gc-program' }
   | { kind: 'move-leader'; member: number }
   | { kind: 'store-errors'; ms: number; rate: number }
+  | { kind: 'nospace' }
   | { kind: 'writes'; ms: number };
 
 export interface ScheduleShape {
   members: 1 | 3;
   /** Whether the store can answer with errors (S3 behind the fault proxy). */
   storeErrors: boolean;
+  /** Whether etcd runs with a small quota that a burst of big values fills (NOSPACE). */
+  nospace?: boolean;
 }
 
 /** mulberry32: small, seeded, the same sequence everywhere. */
@@ -55,6 +58,7 @@ export function faultSchedule(
   ];
   if (shape.members === 3) kinds.push(() => ({ kind: 'move-leader', member: Math.floor(random() * 3) }));
   if (shape.storeErrors) kinds.push(() => ({ kind: 'store-errors', ms: ms(1000, 6000), rate: ms(10, 60) / 100 }));
+  if (shape.nospace) kinds.push(() => ({ kind: 'nospace' }));
   const schedule: Fault[] = [];
   for (let i = 0; i < steps; i++) {
     schedule.push(kinds[Math.floor(random() * kinds.length)]());
