@@ -314,11 +314,17 @@ export async function runFaultRun(options: {
         await defragmentMember({ endpoints: [endpoints[fault.member ?? 0]] }, { timeoutMs: 60_000 });
         break;
       case 'full-snapshot': {
-        const s = await leading();
-        const res = s ? await fetch(`${s.url}/snapshot/full`, { method: 'POST' }) : undefined;
-        log(
-          `  full snapshot: ${res ? `${res.status}${res.ok ? '' : ` ${(await res.text()).slice(0, 200)}`}` : 'no sidecar leads now'}`,
-        );
+        // Right after a hand-over the new leader's sidecar answers 503 until it takes snapshots: asked again.
+        let answer = 'no sidecar leads now';
+        for (let tries = 0; tries < 20; tries++) {
+          const s = await leading();
+          const res = s ? await fetch(`${s.url}/snapshot/full`, { method: 'POST' }).catch(() => undefined) : undefined;
+          if (res) answer = `${res.status}${res.ok ? '' : ` ${(await res.text()).slice(0, 200)}`}`;
+          else if (s) answer = 'the leading sidecar did not answer';
+          if (res?.status !== 503 && s) break;
+          await sleep(500);
+        }
+        log(`  full snapshot: ${answer}`);
         break;
       }
       case 'compact-program':
