@@ -237,10 +237,10 @@ export async function runFaultRun(options: {
         );
         break;
       case 'store-outage':
-        await store.down(fault.downMs);
+        log(`  ${await store.down(fault.downMs)}`);
         break;
       case 'store-errors':
-        await store.errors(fault.ms, fault.rate);
+        log(`  ${await store.errors(fault.ms, fault.rate)}`);
         break;
       case 'etcd-compaction': {
         const revision = (await etcdRevision(control)) - fault.behind;

@@ -16,8 +16,9 @@ export interface FaultStore {
   /** The environment the store's clients need (S3 credentials). */
   env: NodeJS.ProcessEnv;
   canFail: boolean;
-  down(ms: number): Promise<void>;
-  errors(ms: number, rate: number): Promise<void>;
+  /** Each says what the store's clients met, where it can tell. */
+  down(ms: number): Promise<string>;
+  errors(ms: number, rate: number): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -39,6 +40,7 @@ async function localFaultStore(at: (...names: string[]) => string): Promise<Faul
       await store.point(at('store-down'));
       await new Promise((r) => setTimeout(r, ms));
       await store.point(storeDir);
+      return 'the store folder was a file';
     },
     async errors() {
       throw new Error('a local store cannot answer with errors');
@@ -64,10 +66,14 @@ async function s3FaultStore(at: (...names: string[]) => string): Promise<FaultSt
   const url = (endpoint: string) => `s3://backups/etcd?endpoint=${encodeURIComponent(endpoint)}`;
   const p = proxy;
   const window = async (ms: number, rate: number, faults: FaultProxy['faults']) => {
+    const requests = p.stats.requests;
+    const failed = Object.values(p.stats.faults).reduce((a, b) => a + b, 0);
     p.faults = faults;
     p.failureRate = rate;
     await new Promise((r) => setTimeout(r, ms));
     p.failureRate = 0;
+    const now = Object.values(p.stats.faults).reduce((a, b) => a + b, 0);
+    return `${now - failed} of ${p.stats.requests - requests} store requests failed`;
   };
   return {
     url: url(p.endpoint),
