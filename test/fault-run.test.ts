@@ -11,7 +11,7 @@ const at = tempDir('fault-run-');
  * printed first, and again with a failure.
  */
 const seed = Number(process.env.FAULT_RUN_SEED ?? Math.floor(Math.random() * 2 ** 31));
-const steps = Number(process.env.FAULT_RUN_STEPS ?? 8);
+const steps = Number(process.env.FAULT_RUN_STEPS ?? 6);
 const members = process.env.FAULT_RUN_MEMBERS === '1' ? 1 : 3;
 const store = (process.env.FAULT_RUN_STORE ?? (members === 3 ? 's3' : 'local')) as 'local' | 's3';
 
