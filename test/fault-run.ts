@@ -245,6 +245,8 @@ export async function runFaultRun(options: {
           async () => (await listAlarms(conn)).length === 0,
           60_000,
         );
+        // the writer's client pauses after several refusals in a row
+        writer.reconnect();
         break;
       case 'store-outage':
         log(`  ${await store.down(fault.downMs)}`);
