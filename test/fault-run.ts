@@ -1,82 +1,37 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   compactHistory,
   createEtcdClient,
   defragmentMember,
   type Etcd3,
-  EtcdProcess,
-  findEtcdBinaries,
   freePort,
+  listAlarms,
 } from '@etcd-steward/core';
+import { fillQuota, moveLeader, NOSPACE_QUOTA, startFaultCluster } from './fault-cluster.js';
+import { describeFault, type Fault, faultSchedule, prng, type ScheduleShape } from './fault-schedule.js';
+import { type FaultStore, faultStore } from './fault-store.js';
 import { runProgram } from './run-program.js';
 import {
   etcdRevision,
   firstDelta,
+  metric,
   type SidecarProcess,
   snapshotsReach,
   startSidecar,
   waitFor,
 } from './sidecar-helpers.js';
-import { switchableStore } from './switchable-store.js';
 
 /**
- * A randomized fault run with the proof as its oracle (docs/proof.md §5): one etcd member, its sidecar, a writer
- * (puts, deletes, txns, leases), and a schedule drawn from a seed of: the sidecar killed (SIGKILL) and restarted,
- * etcd killed and restarted, the store gone for a while, a compaction by etcd, a defragmentation, a full snapshot
- * asked for, etcd-compact and etcd-gc run on the store. Midway and at the end the store's newest chain is restored
- * and proven against etcd (`etcd-copy-backups verify --against`). The same seed gives the same schedule.
+ * A randomized fault run with the proof as its oracle (docs/proof.md §5): one etcd member or three, a sidecar beside
+ * each (only the leader's stores; the store is shared), a writer (puts, deletes, txns, leases) against the cluster,
+ * and a schedule drawn from a seed (fault-schedule.ts) of: a sidecar killed (SIGKILL) and restarted, an etcd member
+ * killed and restarted, the lead moved, the store gone for a while or answering a share of requests with errors, a
+ * compaction by etcd, a defragmentation, a full snapshot asked for, etcd-compact and etcd-gc run on the store.
+ * Midway and at the end the store's newest chain is restored and proven against the cluster
+ * (`etcd-copy-backups verify --against`). The same seed and shape give the same schedule.
  */
-export type Fault =
-  | { kind: 'kill-sidecar'; downMs: number }
-  | { kind: 'kill-etcd'; downMs: number }
-  | { kind: 'store-outage'; downMs: number }
-  | { kind: 'etcd-compaction'; behind: number }
-  | { kind: 'defragment' }
-  | { kind: 'full-snapshot' }
-  | { kind: 'compact-program' }
-  | { kind: 'gc-program' }
-  | { kind: 'writes'; ms: number };
-
-/** mulberry32: small, seeded, the same sequence everywhere. */
-function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/** The schedule a seed gives: `steps` faults, each followed by writes. */
-export function faultSchedule(seed: number, steps: number): Fault[] {
-  const random = prng(seed);
-  const ms = (min: number, max: number) => Math.round(min + random() * (max - min));
-  const kinds: Array<() => Fault> = [
-    () => ({ kind: 'kill-sidecar', downMs: ms(0, 3000) }),
-    () => ({ kind: 'kill-etcd', downMs: ms(0, 3000) }),
-    () => ({ kind: 'store-outage', downMs: ms(500, 5000) }),
-    () => ({ kind: 'etcd-compaction', behind: ms(0, 300) }),
-    () => ({ kind: 'defragment' }),
-    () => ({ kind: 'full-snapshot' }),
-    () => ({ kind: 'compact-program' }),
-    () => ({ kind: 'gc-program' }),
-  ];
-  const schedule: Fault[] = [];
-  for (let i = 0; i < steps; i++) {
-    schedule.push(kinds[Math.floor(random() * kinds.length)]());
-    schedule.push({ kind: 'writes', ms: ms(300, 2000) });
-  }
-  return schedule;
-}
-
-export function describeFault(f: Fault): string {
-  return Object.entries(f)
-    .map(([k, v]) => (k === 'kind' ? String(v) : `${k}=${v}`))
-    .join(' ');
-}
+export { describeFault, type Fault, faultSchedule };
 
 /** What a run found: each checkpoint's proof outcome and exit code, and what the writer did. */
 export interface FaultRunResult {
@@ -88,9 +43,9 @@ export interface FaultRunResult {
 }
 
 /** A writer that goes on through every fault: a write refused while etcd is down is counted and skipped. */
-function startFaultWriter(endpoint: string, seed: number) {
+function startFaultWriter(endpoints: string[], seed: number) {
   const random = prng(seed ^ 0x5eed);
-  let client: Etcd3 = createEtcdClient({ endpoints: [endpoint] });
+  let client: Etcd3 = createEtcdClient({ endpoints });
   let stopped = false;
   let writes = 0;
   let refused = 0;
@@ -131,7 +86,7 @@ function startFaultWriter(endpoint: string, seed: number) {
     /** A fresh client after etcd restarted: the old one may hold its connection in back-off. */
     reconnect() {
       const old = client;
-      client = createEtcdClient({ endpoints: [endpoint] });
+      client = createEtcdClient({ endpoints });
       old.close();
     },
     async stop() {
@@ -146,12 +101,18 @@ function startFaultWriter(endpoint: string, seed: number) {
 export async function runFaultRun(options: {
   seed: number;
   steps: number;
+  members?: 1 | 3;
+  /** Where the store is: a local folder, or an S3 test server behind the fault proxy (default: s3 for 3 members). */
+  store?: 'local' | 's3';
   at: (...names: string[]) => string;
   log?: (line: string) => void;
 }): Promise<FaultRunResult> {
   const { seed, at } = options;
+  const count = options.members ?? 1;
+  const storeKind = options.store ?? (count === 3 ? 's3' : 'local');
   const log = options.log ?? (() => {});
-  const schedule = faultSchedule(seed, options.steps);
+  const shape = runShape(count, storeKind);
+  const schedule = faultSchedule(seed, options.steps, shape);
   const result: FaultRunResult = {
     seed,
     schedule: schedule.map(describeFault),
@@ -159,58 +120,74 @@ export async function runFaultRun(options: {
     writes: 0,
     refused: 0,
   };
-  const binaries = await findEtcdBinaries();
-  const clientPort = await freePort();
-  const peerPort = await freePort();
-  const member = {
-    binaries,
-    name: 'f0',
-    clientPort,
-    peerPort,
-    dataDir: at('etcd'),
-    logFile: at('etcd.log'),
-    throwaway: true,
-  };
-  let etcd = await EtcdProcess.start(member);
-  await etcd.waitHealthy();
-  const endpoint = etcd.clientUrl;
-  const conn = { endpoints: [endpoint] };
+  const store: FaultStore = await faultStore(storeKind, at);
+  let cluster: Awaited<ReturnType<typeof startFaultCluster>>;
+  try {
+    cluster = await startFaultCluster(count, seed, at, shape.nospace ? [`--quota-backend-bytes=${NOSPACE_QUOTA}`] : []);
+  } catch (err) {
+    await store.stop();
+    throw err;
+  }
+  const { endpoints } = cluster;
+  const conn = { endpoints };
   const control = createEtcdClient(conn);
-  const store = await switchableStore(at, 'store');
-  const storeDir = await store.directory('up');
-  await store.point(storeDir);
-  await writeFile(at('store-down'), 'the store is down');
-  const sidecarPort = await freePort();
-  const sidecarOptions = { endpoint, store: store.url, dir: at('sidecar'), port: sidecarPort };
-  let sidecar: SidecarProcess | undefined = await startSidecar(sidecarOptions);
-  const writer = startFaultWriter(endpoint, seed);
-  await firstDelta(sidecar.url);
+  const sidecarOptions = await Promise.all(
+    endpoints.map(async (endpoint, i) => ({
+      endpoint,
+      store: store.url,
+      dir: at(`sidecar-${i}`),
+      port: await freePort(),
+      env: { ...process.env, ...store.env },
+      args: shape.nospace ? ['--alarm-check-period', '1s', '--alarm-quota-bytes', String(NOSPACE_QUOTA)] : [],
+    })),
+  );
+  const sidecars: Array<SidecarProcess | undefined> = [];
+  const writer = startFaultWriter(endpoints, seed);
   const scratch = at('scratch');
-  await mkdir(scratch, { recursive: true });
 
   const program = async (name: string, args: string[]) => {
-    const r = await runProgram(name, args);
+    const r = await runProgram(name, args, store.env);
     log(`  ${name}: exit ${r.code}${r.code === 0 ? '' : ` ${r.stderr.trim().split('\n').at(-1)?.slice(0, 300)}`}`);
     return r;
   };
-  /** The store's newest chain restored and proven against etcd; a cluster compacted less than the chain's full
-   * snapshot (after etcd-compact) is compacted up to it first, as etcd's auto-compaction would in time. */
+  /** The sidecar that leads now, by its metrics; undefined in a hand-over. */
+  const leading = async () => {
+    for (const s of sidecars) {
+      if (s && (await metric(s.url, 'etcd_snapshot_leader').catch(() => undefined)) === 1) return s;
+    }
+    return undefined;
+  };
+  /** Waits until a sidecar has stored `revision`. */
+  const stored = (revision: number) =>
+    waitFor(
+      `a sidecar to store revision ${revision}`,
+      async () => {
+        for (const s of sidecars) if (s && (await snapshotsReach(s.url, revision).catch(() => false))) return true;
+        return false;
+      },
+      90_000,
+    );
+  /** The store's newest chain restored and proven against the cluster; a cluster compacted less than the chain's
+   * full snapshot (after etcd-compact) is compacted up to it first, as etcd's auto-compaction would in time. */
   const checkpoint = async (name: string) => {
     const verify = () =>
-      runProgram('etcd-copy-backups', [
-        'verify',
-        '--store',
-        store.url,
-        '--against',
-        endpoint,
-        '--temp-dir',
-        scratch,
-        '--record',
-      ]);
+      runProgram(
+        'etcd-copy-backups',
+        ['verify', '--store', store.directUrl, '--against', endpoints.join(','), '--temp-dir', scratch, '--record'],
+        store.env,
+      );
     let r = await verify();
     const compactedLess = /full snapshot was compacted at revision (\d+), the cluster only at/.exec(r.stdout);
     if (r.code === 5 && compactedLess) {
       await compactHistory(conn, Number(compactedLess[1]), { timeoutMs: 60_000 });
+      r = await verify();
+    }
+    // etcd answers HashKV at its compact revision itself with "compacted", and the NOSPACE recovery compacts at the
+    // head: with nothing written since, the backup holds the head and cannot be proven until one write more.
+    const compactedAtHead = /has compacted its history past the backup's revision (\d+)/.exec(r.stdout);
+    if (r.code === 5 && compactedAtHead && Number(compactedAtHead[1]) === (await etcdRevision(control))) {
+      log(`  etcd compacted at its head ${compactedAtHead[1]}: one write more`);
+      await stored(Number((await control.put('/f/after-compaction').value('1').exec()).header.revision));
       r = await verify();
     }
     const summary = r.stdout.split('\n').find((l) => /proven|NOT PROVEN|MISMATCH|FOREIGN|NOT-RESTORABLE/i.test(l));
@@ -219,62 +196,97 @@ export async function runFaultRun(options: {
   };
 
   try {
+    await mkdir(scratch, { recursive: true });
+    for (const o of sidecarOptions) sidecars.push(await startSidecar(o));
+    const first = await waitFor('a leading sidecar', leading);
+    await firstDelta(first.url);
     for (let i = 0; i < schedule.length; i++) {
       const fault = schedule[i];
       if (fault.kind !== 'writes') log(`step ${i / 2 + 1}: ${describeFault(fault)}`);
-      switch (fault.kind) {
-        case 'writes':
-          await sleep(fault.ms);
-          break;
-        case 'kill-sidecar':
-          await sidecar?.kill();
-          await sleep(fault.downMs);
-          sidecar = await startSidecar(sidecarOptions);
-          break;
-        case 'kill-etcd':
-          await etcd.kill();
-          await sleep(fault.downMs);
-          etcd = await EtcdProcess.start(member);
-          await etcd.waitHealthy();
-          writer.reconnect();
-          break;
-        case 'store-outage':
-          await store.point(at('store-down'));
-          await sleep(fault.downMs);
-          await store.point(storeDir);
-          break;
-        case 'etcd-compaction': {
-          const revision = (await etcdRevision(control)) - fault.behind;
-          if (revision > 1) await compactHistory(conn, revision, { timeoutMs: 60_000 });
-          break;
-        }
-        case 'defragment':
-          await defragmentMember(conn, { timeoutMs: 60_000 });
-          break;
-        case 'full-snapshot':
-          {
-            const res = await fetch(`${sidecar?.url}/snapshot/full`, { method: 'POST' });
-            log(`  full snapshot: ${res.status}${res.ok ? '' : ` ${(await res.text()).slice(0, 200)}`}`);
-          }
-          break;
-        case 'compact-program':
-          await program('etcd-compact', ['--store', store.url, '--temp-dir', scratch, '--lock-settle', '1s']);
-          break;
-        case 'gc-program':
-          await program('etcd-gc', ['--store', store.url, '--keep-last', '1', '--lock-settle', '1s']);
-          break;
-      }
+      await apply(fault);
       if (i === 2 * Math.floor(options.steps / 2) - 1) await checkpoint('midway');
     }
     Object.assign(result, await writer.stop());
-    const last = await etcdRevision(control);
-    await waitFor('the sidecar to store the last revision', () => snapshotsReach(sidecar?.url ?? '', last), 90_000);
+    await stored(await etcdRevision(control));
     await checkpoint('end');
     return result;
   } finally {
     await writer.stop().catch(() => undefined);
     control.close();
-    await sidecar?.stop().catch(() => undefined);
-    await etcd.stop();
+    await Promise.all(sidecars.map((s) => s?.stop().catch(() => undefined)));
+    await cluster.stop();
+    await store.stop();
   }
+
+  async function apply(fault: Fault) {
+    switch (fault.kind) {
+      case 'writes':
+        await sleep(fault.ms);
+        break;
+      case 'kill-sidecar': {
+        const i = fault.member ?? 0;
+        await sidecars[i]?.kill();
+        sidecars[i] = undefined;
+        await sleep(fault.downMs);
+        sidecars[i] = await startSidecar(sidecarOptions[i]);
+        break;
+      }
+      case 'kill-etcd':
+        await cluster.restart(fault.member ?? 0, fault.downMs);
+        writer.reconnect();
+        break;
+      case 'move-leader':
+        log(`  ${await moveLeader(endpoints, fault.member).catch((err) => `not moved: ${String(err).slice(0, 200)}`)}`);
+        break;
+      case 'nospace':
+        log(`  ${await fillQuota(endpoints)}`);
+        await waitFor(
+          'the sidecar to clear the NOSPACE alarm',
+          async () => (await listAlarms(conn)).length === 0,
+          60_000,
+        );
+        // the writer's client pauses after several refusals in a row
+        writer.reconnect();
+        break;
+      case 'store-outage':
+        log(`  ${await store.down(fault.downMs)}`);
+        break;
+      case 'store-errors':
+        log(`  ${await store.errors(fault.ms, fault.rate)}`);
+        break;
+      case 'etcd-compaction': {
+        const revision = (await etcdRevision(control)) - fault.behind;
+        if (revision > 1) await compactHistory(conn, revision, { timeoutMs: 60_000 });
+        break;
+      }
+      case 'defragment':
+        await defragmentMember({ endpoints: [endpoints[fault.member ?? 0]] }, { timeoutMs: 60_000 });
+        break;
+      case 'full-snapshot': {
+        // Right after a hand-over the new leader's sidecar answers 503 until it takes snapshots: asked again.
+        let answer = 'no sidecar leads now';
+        for (let tries = 0; tries < 20; tries++) {
+          const s = await leading();
+          const res = s ? await fetch(`${s.url}/snapshot/full`, { method: 'POST' }).catch(() => undefined) : undefined;
+          if (res) answer = `${res.status}${res.ok ? '' : ` ${(await res.text()).slice(0, 200)}`}`;
+          else if (s) answer = 'the leading sidecar did not answer';
+          if (res?.status !== 503 && s) break;
+          await sleep(500);
+        }
+        log(`  full snapshot: ${answer}`);
+        break;
+      }
+      case 'compact-program':
+        await program('etcd-compact', ['--store', store.url, '--temp-dir', scratch, '--lock-settle', '1s']);
+        break;
+      case 'gc-program':
+        await program('etcd-gc', ['--store', store.url, '--keep-last', '1', '--lock-settle', '1s']);
+        break;
+    }
+  }
+}
+
+/** The schedule's shape for a run of `members` on a store of `kind`; a 3-member run has a NOSPACE to clear. */
+export function runShape(members: 1 | 3, kind: 'local' | 's3'): ScheduleShape {
+  return { members, storeErrors: kind === 's3', nospace: members === 3 };
 }

@@ -33,6 +33,8 @@ export interface FaultProxyOptions {
 
 export interface FaultProxy extends TestServer {
   failureRate: number;
+  /** The kinds of fault drawn from; a test may change them (and failureRate) while the proxy runs. */
+  faults: FaultKind[];
   readonly stats: { requests: number; faults: Record<FaultKind, number> };
 }
 
@@ -40,7 +42,6 @@ const DEFAULT_FAULTS: FaultKind[] = ['503', 'reset', 'lost-response', 'cut-respo
 
 export async function startFaultProxy(options: FaultProxyOptions): Promise<FaultProxy> {
   const target = new URL(options.target);
-  const faults = options.faults ?? DEFAULT_FAULTS;
   const stallMs = options.stallMs ?? 300;
   const random = seededRandom(options.seed ?? 1);
   const agent = new Agent({ keepAlive: true });
@@ -54,6 +55,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   const proxy: FaultProxy = {
     endpoint: '',
     failureRate: options.failureRate ?? 0,
+    faults: options.faults ?? DEFAULT_FAULTS,
     stats,
     stop: async () => {},
   };
@@ -67,7 +69,8 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       return;
     }
     const eligible = !options.methods || options.methods.includes(req.method ?? '');
-    const fault = eligible && random() < proxy.failureRate ? faults[Math.floor(random() * faults.length)] : undefined;
+    const fault =
+      eligible && random() < proxy.failureRate ? proxy.faults[Math.floor(random() * proxy.faults.length)] : undefined;
     if (fault) stats.faults[fault]++;
     switch (fault) {
       case '503':

@@ -1,0 +1,95 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createEtcdClient, type Etcd3, EtcdProcess, findEtcdBinaries, freePort } from '@etcd-steward/core';
+
+/**
+ * The cluster of a fault run (docs/proof.md §5) and what the run does to it beyond killing: members restartable on
+ * their data dirs, the lead handed to a chosen member, etcd's quota filled until it raises NOSPACE.
+ */
+/** The members of the run's cluster, each restartable on its data dir. */
+export async function startFaultCluster(
+  count: 1 | 3,
+  seed: number,
+  at: (...names: string[]) => string,
+  extraArgs: string[],
+) {
+  const binaries = await findEtcdBinaries();
+  const specs: Array<{ name: string; clientPort: number; peerPort: number }> = [];
+  for (let i = 0; i < count; i++)
+    specs.push({ name: `f${i}`, clientPort: await freePort(), peerPort: await freePort() });
+  const initialCluster = specs.map((s) => `${s.name}=http://127.0.0.1:${s.peerPort}`).join(',');
+  const options = specs.map((s) => ({
+    binaries,
+    ...s,
+    dataDir: at(`etcd-${s.name}`),
+    logFile: at(`etcd-${s.name}.log`),
+    initialCluster,
+    clusterToken: `fault-run-${seed}`,
+    throwaway: true,
+    extraArgs,
+  }));
+  const members: EtcdProcess[] = [];
+  try {
+    for (const o of options) members.push(await EtcdProcess.start(o));
+    await Promise.all(members.map((m) => m.waitHealthy()));
+  } catch (err) {
+    await Promise.all(members.map((m) => m.stop()));
+    throw err;
+  }
+  return {
+    endpoints: members.map((m) => m.clientUrl),
+    async restart(i: number, downMs: number) {
+      await members[i].kill();
+      await sleep(downMs);
+      members[i] = await EtcdProcess.start(options[i]);
+      await members[i].waitHealthy();
+    },
+    stop: () => Promise.all(members.map((m) => m.stop())),
+  };
+}
+
+async function withClient<T>(endpoints: string[], call: (client: Etcd3) => Promise<T>): Promise<T> {
+  const client = createEtcdClient({ endpoints });
+  try {
+    return await call(client);
+  } finally {
+    client.close();
+  }
+}
+
+/** Hands the lead to member `to` (or, when it leads already or is down, to another member); says what it did. */
+export async function moveLeader(endpoints: string[], to: number): Promise<string> {
+  const status = await Promise.all(
+    endpoints.map((e) => withClient([e], (c) => c.maintenance.status()).catch(() => undefined)),
+  );
+  const leaderId = status.find((s) => s)?.leader;
+  const leader = status.findIndex((s) => s?.header.member_id === leaderId);
+  if (leader < 0) return 'no leader known';
+  const target = [to, ...endpoints.keys()].find((i) => i !== leader && status[i]);
+  if (target === undefined) return 'no member to move to';
+  await withClient([endpoints[leader]], (c) =>
+    c.maintenance.moveLeader({ targetID: status[target]?.header.member_id }),
+  );
+  return `moved from member ${leader} to ${target}`;
+}
+
+/** etcd's quota in a run with NOSPACE: small, for a burst to fill in seconds; the writer's own data stays far below. */
+export const NOSPACE_QUOTA = 8 * 2 ** 20;
+
+/**
+ * Eight keys of 128 KiB overwritten until etcd refuses them (NOSPACE): the history fills the quota, the live data
+ * is 1 MiB. Its own client: etcd3 pauses a client that was refused several times in a row.
+ */
+export async function fillQuota(endpoints: string[]): Promise<string> {
+  return withClient(endpoints, async (client) => {
+    const value = Buffer.alloc(128 * 1024, 'q');
+    for (let n = 0; n < 400; n++) {
+      try {
+        await client.put(`/f/quota/${n % 8}`).value(Buffer.concat([Buffer.from(`${n}:`), value]));
+      } catch (err) {
+        if (/database space exceeded/.test(String(err))) return `NOSPACE after ${n} big puts`;
+        await sleep(100);
+      }
+    }
+    return 'etcd took 400 big puts without NOSPACE';
+  });
+}
