@@ -343,7 +343,7 @@ describe('etcd-validate check (the built program, data dirs of a real etcd)', ()
       [['--fail-below-revision', '-1'], '--fail-below-revision -1: give a whole number of revisions, 0 or more'],
       [
         ['--store', 'nope://x'],
-        '--store "nope://x": unknown store scheme "nope:"; use one of file://, s3://, gs://, azblob://',
+        '--store "nope://x": unknown store scheme "nope:"; use one of file://, s3://, gs://, azblob://, swift://, oss://, ecs://, ocs://',
       ],
       [['--store', `file://${aFile}/store`], `--store file://${aFile}/store: ${aFile} is not a directory`],
     ];
