@@ -1,3 +1,4 @@
+import { seededRandom } from '@etcd-steward/testing';
 /**
  * The schedule of a fault run (docs/proof.md §5), drawn from a seed: the same seed and shape give the same faults.
  * `member` says which member (its etcd, its sidecar) a fault hits in a 3-member run; a 1-member run draws the same
@@ -25,17 +26,8 @@ export interface ScheduleShape {
   nospace?: boolean;
 }
 
-/** mulberry32: small, seeded, the same sequence everywhere. */
-export function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The run's seeded random numbers (re-exported so that the run and its schedule draw alike). */
+export const prng = seededRandom;
 
 /** The schedule a seed gives: `steps` faults, each followed by writes. */
 export function faultSchedule(

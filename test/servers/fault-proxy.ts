@@ -12,6 +12,7 @@
  * chosen requests itself, as the real service would where the test server cannot (an error it never gives).
  */
 import { Agent, createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { seededRandom } from '@etcd-steward/testing';
 import { closeServer, listenOnLoopback, type TestServer } from './test-server.ts';
 
 export type FaultKind = '503' | 'reset' | 'lost-response' | 'cut-response' | 'stall' | 'hang';
@@ -140,16 +141,4 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     agent.destroy();
   };
   return proxy;
-}
-
-/** mulberry32: small, fast, and good enough to pick faults repeatably. */
-function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }

@@ -5,5 +5,6 @@ export * from './etcd-versions.js';
 export * from './lzw-encoder.js';
 export * from './member-data-dir.js';
 export * from './restored-members.js';
+export * from './seeded-random.js';
 export * from './tls-certificates.js';
 export * from './workload.js';

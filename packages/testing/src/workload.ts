@@ -1,4 +1,5 @@
 import type { Etcd3 } from 'etcd3';
+import { seededRandom } from './seeded-random.js';
 
 /** What a workload did, so tests can check that a restore brought all of it back. */
 export interface WorkloadSummary {
@@ -6,18 +7,6 @@ export interface WorkloadSummary {
   deletes: number;
   txns: number;
   leasedKeys: number;
-}
-
-/** A small deterministic PRNG so that a failing test can be rerun with the same data. */
-function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /**
@@ -28,7 +17,7 @@ export async function writeWorkload(
   client: Etcd3,
   options: { keys: number; valueSize?: number; seed?: number; prefix?: string; concurrency?: number },
 ): Promise<WorkloadSummary> {
-  const random = prng(options.seed ?? 1);
+  const random = seededRandom(options.seed ?? 1);
   const prefix = options.prefix ?? '/data/';
   const valueSize = options.valueSize ?? 64;
   const concurrency = options.concurrency ?? 32;
