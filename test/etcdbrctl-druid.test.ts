@@ -21,6 +21,8 @@ import { startS3Server } from './servers/s3-server.js';
 import { etcdRevision, waitFor } from './sidecar-helpers.js';
 import { tempDir } from './temp-dir.js';
 
+// One etcd version: druid's command lines and the Leases they ask for; the sidecar under them is tested on 3.5 elsewhere.
+
 const ETCDBRCTL = fileURLToPath(new URL('../packages/etcdbrctl/bin/etcdbrctl.js', import.meta.url));
 const at = tempDir('etcdbrctl-');
 const NAMESPACE = 'test-ns';

@@ -9,6 +9,8 @@ import { metric, startSidecar, startWriter, waitFor } from './sidecar-helpers.js
 import { switchableStore } from './switchable-store.js';
 import { tempDir } from './temp-dir.js';
 
+// One etcd version: the rules against the sidecar's metrics, which do not change with etcd's version.
+
 const at = tempDir('monitoring-prometheus-');
 
 /** The rules as they are, but every alert's `for:` a few seconds: the expressions are the ones deploy/ ships. */
