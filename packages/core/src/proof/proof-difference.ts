@@ -18,15 +18,8 @@ const PAGE = 1000;
 const SEARCH_MS = 120_000;
 const MEMORY_BUDGET = 32 << 20;
 
-/** A key's state at a revision, as both sides describe it. */
-interface KeyState {
-  key: Buffer;
-  value: Buffer;
-  createRevision: number;
-  modRevision: number;
-  version: number;
-  lease: string;
-}
+/** A key's state at a revision, as both sides describe it: a put event's fields but its kind and time. */
+type KeyState = Pick<DeltaEvent, 'key' | 'value' | 'createRevision' | 'modRevision' | 'version' | 'lease'>;
 
 export interface DifferenceSearch {
   dbFile: string;
