@@ -34,7 +34,6 @@ export interface MeasuredRestore {
     snapshot: string;
     deltas: unknown[];
     peakRssBytes: number;
-    replayPeakRssBytes: number;
     /** With --verify check: the keyspace fingerprint read from the db file. */
     fingerprint?: KeyspaceFingerprint;
   };

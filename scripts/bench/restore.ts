@@ -248,7 +248,7 @@ try {
           name,
           run,
           loadBefore,
-          `rev ${result.revision}, ${same ? 'fingerprint = source' : 'FINGERPRINT DIFFERS'}${fromFile}; own peak ${(result.peakRssBytes / 1048576).toFixed(0)} MB, replay ${(result.replayPeakRssBytes / 1048576).toFixed(0)} MB`,
+          `rev ${result.revision}, ${same ? 'fingerprint = source' : 'FINGERPRINT DIFFERS'}${fromFile}; peak ${(result.peakRssBytes / 1048576).toFixed(0)} MB`,
         );
       }
     }

@@ -1,2 +1,7 @@
 #!/usr/bin/env node
-import '../dist/cli.js';
+// Starts again with the malloc setting it runs with before anything loads (src/process-settings.ts).
+import { ensureProcessSettings } from '@etcd-steward/core/process-restart';
+import { COMPACT_SETTINGS } from '../dist/process-settings.js';
+
+ensureProcessSettings(COMPACT_SETTINGS);
+await import('../dist/cli.js');

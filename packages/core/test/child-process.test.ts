@@ -18,12 +18,15 @@ describe('runChild (a real child process)', () => {
     await writeFile(
       entry,
       `const { serveParent } = await import(${JSON.stringify(core)});
+       const { threadId } = await import('node:worker_threads');
        serveParent(async (request, logger, signal) => {
          if (request.wait) {
            logger.info('waiting');
            await new Promise((_, reject) => signal.addEventListener('abort', () => reject(new Error('stopped by its parent, cleaned up'))));
          }
-         return { doubled: request.n * 2, pid: process.pid };
+         if (request.linger) setInterval(() => {}, 1000); // a handle left open: the caller must not wait on it
+         if (request.hog) { const held = []; for (;;) held.push(new Array(1e5).fill(held.length)); }
+         return { doubled: request.n * 2, pid: process.pid, threadId };
        });`,
     );
   });
@@ -72,4 +75,44 @@ describe('runChild (a real child process)', () => {
       expect(pids).toEqual([]);
     },
   );
+
+  describe('in a worker thread', () => {
+    const threadOptions = (signal?: AbortSignal, stop: 'message' | 'kill' = 'message') => ({
+      entry,
+      thread: { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 32 },
+      name: 'the thread',
+      logger: silentLogger,
+      signal,
+      stop,
+    });
+
+    it('runs the request in a thread of this process, and is gone when the call resolves, open handles and all', async () => {
+      const result = await runChild<{ doubled: number; pid: number; threadId: number }>(threadOptions(), {
+        n: 21,
+        linger: true,
+      });
+      expect(result.doubled).toBe(42);
+      expect(result.pid).toBe(process.pid);
+      expect(result.threadId).toBeGreaterThan(0);
+    });
+
+    it("with stop 'message', an abort asks it to stop, and its outcome settles the call", async () => {
+      const controller = new AbortController();
+      const running = runChild(threadOptions(controller.signal), { n: 1, wait: true });
+      setTimeout(() => controller.abort(new Error('the caller gave up')), 300);
+      await expect(running).rejects.toThrow('stopped by its parent, cleaned up');
+    });
+
+    it("with stop 'kill', an abort ends it at once with the caller's reason", async () => {
+      const controller = new AbortController();
+      const running = runChild(threadOptions(controller.signal, 'kill'), { n: 1, wait: true });
+      setTimeout(() => controller.abort(new Error('the caller gave up')), 300);
+      await expect(running).rejects.toThrow('the caller gave up');
+    });
+
+    it('a thread past its heap limit fails the call; this process goes on', async () => {
+      await expect(runChild(threadOptions(), { n: 1, hog: true })).rejects.toThrow(/memory/i);
+      expect(await runChild<{ doubled: number }>(threadOptions(), { n: 2 })).toMatchObject({ doubled: 4 });
+    });
+  });
 });

@@ -13,6 +13,7 @@ import { keyspaceFingerprint } from '../src/etcd/keyspace-fingerprint.js';
 import { layOutMemberDataDir } from '../src/etcd/member-layout.js';
 import { inspectDataDir, inspectSnapshotFile } from '../src/etcd/snapshot-inspection.js';
 import { runSnapshotRestore } from '../src/etcd/snapshot-restore-command.js';
+import { storeSource } from '../src/replay/chain-source.js';
 import { DirectReplayEngine } from '../src/replay/direct-replay-engine.js';
 import { replayChain } from '../src/replay/replay-chain.js';
 import type { ReplayEngine } from '../src/replay/replay-engine.js';
@@ -77,7 +78,8 @@ describe('direct replay (rows written into the db file) against the gRPC oracle'
     const fromOldest = planChains(await listSnapshots(store), { revision: toRevision }).at(-1)!;
     expect(fromOldest.full.name).toBe(chain.fulls[0].name);
     const engine = makeEngine(workDir);
-    return replayChain({ store, chain: fromOldest, toRevision, workDir, engine, maxFetchers: 2, inPlace });
+    const source = storeSource(store, { deltas: fromOldest.deltas, workDir, maxFetchers: 2 });
+    return replayChain({ source, chain: fromOldest, toRevision, workDir, engine, inPlace });
   }
 
   it('writes rows byte-identical to those etcd writes, and etcd serves the source keyspace from them', async () => {

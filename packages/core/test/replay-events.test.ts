@@ -12,6 +12,7 @@ import { findEtcdBinaries } from '../src/etcd/etcd-binaries.js';
 import { type KeyspaceFingerprint, keyspaceFingerprint } from '../src/etcd/keyspace-fingerprint.js';
 import { inspectSnapshotFile } from '../src/etcd/snapshot-inspection.js';
 import type { Revision } from '../src/format/delta-revisions.js';
+import { storeSource } from '../src/replay/chain-source.js';
 import { replayChain } from '../src/replay/replay-chain.js';
 import type { ReplayEngine } from '../src/replay/replay-engine.js';
 import { GrpcReplayEngine } from '../src/replay/replay-events.js';
@@ -100,7 +101,8 @@ describe('gRPC replay into a private etcd (real etcd)', () => {
       limits: { maxTxnOps: options.maxTxnOps ?? 10240, maxRequestBytes: 10 << 20 },
     });
     const engine = options.slow ? new SlowStart(grpc, 4000) : grpc;
-    const result = await replayChain({ store, chain, toRevision: options.toRevision, workDir, engine, maxFetchers: 2 });
+    const source = storeSource(store, { deltas: chain.deltas, workDir, maxFetchers: 2 });
+    const result = await replayChain({ source, chain, toRevision: options.toRevision, workDir, engine });
     const inspection = await inspectSnapshotFile({
       binaries,
       file: result.snapshotFile!,

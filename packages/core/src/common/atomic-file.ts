@@ -11,14 +11,19 @@ export async function writeFileAtomically(
   content: string,
   options: { tempDir?: string; mode?: number } = {},
 ): Promise<void> {
-  const temp = join(options.tempDir ?? dirname(path), `.${randomBytes(8).toString('hex')}.tmp`);
   await mkdir(dirname(path), { recursive: true });
-  const handle = await open(temp, 'w', options.mode ?? 0o666);
+  await rename(await writeDurableTemp(content, options.tempDir ?? dirname(path), options.mode), path);
+}
+
+/** A new file in `dir` holding `content`, synced to the disk: for a caller to rename into place. Returns its path. */
+export async function writeDurableTemp(content: string, dir: string, mode = 0o666): Promise<string> {
+  const temp = join(dir, `.${randomBytes(8).toString('hex')}.tmp`);
+  const handle = await open(temp, 'w', mode);
   try {
     await handle.writeFile(content);
     await handle.sync();
   } finally {
     await handle.close();
   }
-  await rename(temp, path);
+  return temp;
 }

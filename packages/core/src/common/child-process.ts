@@ -1,5 +1,6 @@
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { parentPort, type ResourceLimits, Worker } from 'node:worker_threads';
 import { errorMessage, OperationError } from './errors.js';
 import type { Logger } from './logger.js';
 
@@ -27,10 +28,25 @@ export type ChildMessage<T> =
   | { type: 'done'; result: T }
   | { type: 'failed'; name: string; message: string };
 
-/** In a child process started with an IPC channel: a Logger whose lines go to the parent. */
-export function parentLogger(): Logger {
+/** The messages between a parent and its child, whichever carries them: an IPC channel or a worker's port. */
+interface Link {
+  send(message: object): void;
+  onMessage<M>(handler: (message: M) => void): void;
+}
+
+/** The child's end of its link: the IPC channel of a forked process, or the port of a worker thread. */
+function childLink(): Link {
+  if (parentPort) {
+    const port = parentPort;
+    return { send: (m) => port.postMessage(m), onMessage: (handler) => port.on('message', handler) };
+  }
+  return { send: (m) => process.send!(m), onMessage: (handler) => process.on('message', handler) };
+}
+
+/** In a child started by runChild: a Logger whose lines go to the parent. */
+export function parentLogger(link: Link = childLink()): Logger {
   const send = (level: ChildLogMessage['level'], msg: string, fields: Record<string, unknown> = {}) =>
-    process.send!({ type: 'log', level, msg, fields } satisfies ChildLogMessage);
+    link.send({ type: 'log', level, msg, fields } satisfies ChildLogMessage);
   return {
     json: true,
     info: (msg, fields) => send('info', msg, fields),
@@ -44,29 +60,89 @@ export interface ChildOptions {
   /** The entry module (childEntry), and its command line: never a secret, the request carries those. */
   entry: string;
   args?: string[];
-  execArgv: string[];
+  /** Node's flags for a child process (its heap's, say). */
+  execArgv?: string[];
   env?: NodeJS.ProcessEnv;
+  /**
+   * Run it in a worker thread of this process instead, its heap bounded by these limits: one Node runtime in
+   * memory, not two (the `node` binary's ~50 MB of pages, mapped by each process, and its start). A worker shares
+   * this process's environment and malloc settings; its heap goes back to the system when it ends.
+   */
+  thread?: ResourceLimits;
   /** The child as errors name it, e.g. "the replay process". */
   name: string;
   logger: Logger;
   signal?: AbortSignal;
   /**
    * How stopping `signal` reaches the child: `message` asks it to stop, and its outcome (an error) settles the
-   * call once it has cleaned up after itself; `kill` ends it with SIGKILL and rejects with the signal's reason.
+   * call once it has cleaned up after itself; `kill` ends it at once (SIGKILL, or a worker terminated) and rejects
+   * with the signal's reason.
    */
   stop: 'message' | 'kill';
   /** The child's error, from its class name and text, as the caller tells errors apart. */
   revive?: (name: string, message: string) => Error;
-  /** Called with the child's pid once it runs (to record it for a later run to stop). */
+  /** Called with a child process's pid once it runs (to record it for a later run to stop); not for a thread. */
   started?: (pid: number | undefined) => void;
   /** A message of the caller's own (neither a log line nor an outcome), and how to answer the child. */
   onMessage?: (message: { type: string }, send: (message: object) => void) => void;
 }
 
+/** The parent's end of a child: a forked process or a worker thread, as runChild drives either. */
+interface Child extends Link {
+  readonly connected: boolean;
+  kill(): void;
+  onError(handler: (err: Error) => void): void;
+  /** How it ended, for an error when it ended without an outcome. */
+  onExit(handler: (how: string) => void): void;
+  /** Waits for a child that sent its outcome to be gone, so that its memory is free when the call settles. */
+  ended(): Promise<void>;
+}
+
+function forkChild(options: ChildOptions): Child {
+  const child = fork(options.entry, options.args ?? [], {
+    execArgv: options.execArgv,
+    ...(options.env ? { env: options.env } : {}),
+    serialization: 'advanced',
+    stdio: 'inherit',
+  });
+  options.started?.(child.pid);
+  return {
+    get connected() {
+      return child.connected;
+    },
+    send: (m) => child.send(m),
+    onMessage: (handler) => child.on('message', handler),
+    kill: () => child.kill('SIGKILL'),
+    onError: (handler) => child.on('error', handler),
+    onExit: (handler) => child.on('exit', (code, sig) => handler(sig ?? `exit ${code}`)),
+    // it disconnects once its outcome is sent, and exits on its own: a parent need not wait for that
+    ended: () => Promise.resolve(),
+  };
+}
+
+function threadChild(options: ChildOptions): Child {
+  const worker = new Worker(options.entry, { argv: options.args ?? [], resourceLimits: options.thread });
+  let exited = false;
+  const exit = new Promise<void>((resolve) => worker.once('exit', resolve));
+  worker.once('exit', () => (exited = true));
+  return {
+    get connected() {
+      return !exited;
+    },
+    send: (m) => worker.postMessage(m),
+    onMessage: (handler) => worker.on('message', handler),
+    kill: () => void worker.terminate(),
+    onError: (handler) => worker.on('error', handler),
+    onExit: (handler) => worker.on('exit', (code) => handler(`exit ${code}`)),
+    // its outcome is sent once its work is done and cleaned up after: nothing is left for it to do
+    ended: () => worker.terminate().then(() => exit),
+  };
+}
+
 /**
- * Runs one request in a child process (its side: serveParent) and resolves with its result. The request goes
- * over the IPC channel, never on the command line; the child's log lines go to `logger`. A child that ends
- * without an outcome is an error naming how it ended.
+ * Runs one request in a child process or thread (its side: serveParent) and resolves with its result. The request
+ * goes over the IPC channel or the worker's port, never on the command line; the child's log lines go to `logger`.
+ * A child that ends without an outcome is an error naming how it ended.
  */
 export function runChild<T>(options: ChildOptions, request: unknown): Promise<T> {
   return new Promise((resolve, reject) => {
@@ -76,13 +152,7 @@ export function runChild<T>(options: ChildOptions, request: unknown): Promise<T>
       reject(signal.reason);
       return;
     }
-    const child = fork(options.entry, options.args ?? [], {
-      execArgv: options.execArgv,
-      ...(options.env ? { env: options.env } : {}),
-      serialization: 'advanced',
-      stdio: 'inherit',
-    });
-    options.started?.(child.pid);
+    const child = options.thread ? threadChild(options) : forkChild(options);
     let settled = false;
     const settle = (fn: () => void) => {
       if (settled) return;
@@ -95,21 +165,20 @@ export function runChild<T>(options: ChildOptions, request: unknown): Promise<T>
         if (child.connected) child.send({ type: 'abort' });
         return;
       }
-      child.kill('SIGKILL');
+      child.kill();
       settle(() => reject(signal?.reason ?? new OperationError(`${options.name} was stopped`)));
     };
     signal?.addEventListener('abort', onAbort, { once: true });
-    child.on('message', (m: ChildMessage<T>) => {
+    child.onMessage((m: ChildMessage<T>) => {
       if (m.type === 'log') options.logger[m.level](m.msg, m.fields);
-      else if (m.type === 'done') settle(() => resolve(m.result));
-      else if (m.type === 'failed')
-        settle(() => reject(options.revive?.(m.name, m.message) ?? new OperationError(m.message)));
-      else options.onMessage?.(m, (answer) => child.connected && !settled && child.send(answer));
+      else if (m.type === 'done') settle(() => void child.ended().then(() => resolve(m.result), reject));
+      else if (m.type === 'failed') {
+        const err = options.revive?.(m.name, m.message) ?? new OperationError(m.message);
+        settle(() => void child.ended().then(() => reject(err), reject));
+      } else options.onMessage?.(m, (answer) => child.connected && !settled && child.send(answer));
     });
-    child.on('error', (err) => settle(() => reject(err)));
-    child.on('exit', (code, sig) =>
-      settle(() => reject(new OperationError(`${options.name} ended unexpectedly (${sig ?? `exit ${code}`})`))),
-    );
+    child.onError((err) => settle(() => reject(err)));
+    child.onExit((how) => settle(() => reject(new OperationError(`${options.name} ended unexpectedly (${how})`))));
     child.send({ type: 'start', request });
   });
 }
@@ -129,18 +198,22 @@ export interface ParentChannel {
 export function serveParent<R, T>(
   work: (request: R, logger: Logger, signal: AbortSignal, parent: ParentChannel) => Promise<T>,
 ): void {
-  const logger = parentLogger();
+  const link = childLink();
+  const logger = parentLogger(link);
   const controller = new AbortController();
   let finished = false;
-  process.on('disconnect', () => {
-    if (!finished) process.exit(1);
-  });
+  // a process without its parent: nobody waits for the outcome (a thread ends with its process)
+  if (!parentPort) {
+    process.on('disconnect', () => {
+      if (!finished) process.exit(1);
+    });
+  }
   const handlers: Array<(message: { type: string }) => void> = [];
   const parent: ParentChannel = {
-    send: (message) => process.send!(message),
+    send: (message) => link.send(message),
     onMessage: (handler) => handlers.push(handler),
   };
-  process.on('message', (m: { type: string; request?: R }) => {
+  link.onMessage((m: { type: string; request?: R }) => {
     if (m.type === 'abort') controller.abort(new Error('stopped'));
     else if (m.type === 'start' && m.request) void run(m.request);
     else for (const handler of handlers) handler(m);
@@ -153,6 +226,7 @@ export function serveParent<R, T>(
       outcome = { type: 'failed', name: (err as Error)?.name ?? 'Error', message: errorMessage(err) };
     }
     finished = true;
-    process.send!(outcome, () => process.disconnect());
+    if (parentPort) parentPort.postMessage(outcome);
+    else process.send!(outcome, () => process.disconnect());
   }
 }

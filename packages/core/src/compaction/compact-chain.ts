@@ -72,9 +72,8 @@ export interface CompactionResult {
   dbBytes: number;
   keys: number;
   durationMs: number;
-  /** Peak resident memory of this process, of the replay (a child process) and, with the etcd engine, of etcd. */
+  /** Peak resident memory of this process (the replay thread included) and, with the etcd engine, of etcd. */
   peakRssBytes: number;
-  replayPeakRssBytes: number;
   etcdPeakRssBytes?: number;
 }
 
@@ -230,7 +229,6 @@ async function foldChain(
       keys: fingerprint.keys,
       durationMs: Date.now() - ctx.started,
       peakRssBytes: process.resourceUsage().maxRSS * 1024,
-      replayPeakRssBytes: restored.replayPeakRssBytes,
       ...(etcdPeakRssBytes !== undefined ? { etcdPeakRssBytes } : {}),
     };
   } finally {

@@ -5,7 +5,6 @@ import type { CompactionResult } from './compact-chain.js';
 export function formatCompactionSummary(result: CompactionResult): string {
   const memory = [
     `${formatBytes(result.peakRssBytes)} (this process)`,
-    `${formatBytes(result.replayPeakRssBytes)} (replay)`,
     ...(result.etcdPeakRssBytes !== undefined ? [`${formatBytes(result.etcdPeakRssBytes)} (etcd)`] : []),
   ];
   return `${[

@@ -1,35 +1,27 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fetchDelta, readDeltaEvents } from '../backup/fetch-delta.js';
-import { fetchFullSnapshot, isUnusableFullSnapshot } from '../backup/fetch-full-snapshot.js';
+import { readDeltaEvents } from '../backup/fetch-delta.js';
 import type { CatalogEntry } from '../backup/snapshot-catalog.js';
 import type { SnapshotChain } from '../backup/snapshot-chain.js';
 import { errorMessage, IntegrityError, OperationError } from '../common/errors.js';
 import { type Logger, silentLogger } from '../common/logger.js';
-import { type Fetched, prefetchInOrder } from '../common/ordered-prefetch.js';
-import type { ChainBase } from '../format/decompressed-limit.js';
 import { groupRevisions, type Revision } from '../format/delta-revisions.js';
 import type { FullSnapshotFacts } from '../format/full-snapshot-check.js';
-import type { SnapStore } from '../store/snapstore.js';
+import { baseFile as baseFileIn, type ChainSource, UnusableFullSnapshotError } from './chain-source.js';
 import type { ReplayEngine } from './replay-engine.js';
 
 export interface ChainReplayOptions {
-  store: SnapStore;
   chain: SnapshotChain;
+  /**
+   * Where the full snapshot's and the deltas' files come from (chain-source.ts): fetched here (storeSource), or
+   * by a restore's other process (restore/chain-feed.ts), so that fetching runs beside the replay.
+   */
+  source: ChainSource;
   /** Stop at this revision (inclusive). */
   toRevision?: number;
-  /** Scratch space: the full snapshot, up to `maxFetchers` deltas at a time, the result. */
+  /** Scratch space: the full snapshot, the deltas the source holds ahead, the result. */
   workDir: string;
   engine: ReplayEngine;
-  /** Deltas downloaded ahead of the one being applied, each to its own temp file. */
-  maxFetchers: number;
-  /**
-   * Where the deltas' files come from, in the chain's order, once the full snapshot is in: by default each is
-   * fetched here (fetchDelta, `maxFetchers` ahead). A restore has its other process fetch them
-   * (restore/delta-feed.ts), so that decompressing and checking them runs beside the replay, not between its
-   * revisions. Each file is the replay's to delete once applied.
-   */
-  deltaFiles?: (base: ChainBase, signal?: AbortSignal) => AsyncIterable<Fetched<CatalogEntry, string>>;
   /** On a damaged or missing delta, finish at the last good revision instead of failing. */
   allowPartial?: boolean;
   logger?: Logger;
@@ -61,23 +53,20 @@ export interface ChainReplayResult {
   stoppedBy?: { delta: string; reason: string };
 }
 
-/** The full snapshot of a chain failed verification: a caller may fall back to an older chain. */
-export class UnusableFullSnapshotError extends IntegrityError {}
-
 /**
  * Rebuilds the state a chain describes as a snapshot file, or as a db file (`inPlace`): the full snapshot,
- * then each delta's revisions through a replay engine, up to the target. Deltas are downloaded ahead with
- * bounded concurrency, each verified whole before its first event is applied, and deleted once applied, so
- * disk holds at most `maxFetchers` + 1 deltas and memory one revision. Revisions must follow each other
+ * then each delta's revisions through a replay engine, up to the target. The source fetches deltas ahead
+ * with bounded concurrency, each verified whole before its first event is applied, and each is deleted once
+ * applied, so disk holds what the source holds ahead plus one delta, and memory one revision. Revisions must follow each other
  * without a gap; those at or below what is already reached (overlapping deltas, a full snapshot ahead of its
  * name) are skipped.
  */
 export async function replayChain(options: ChainReplayOptions): Promise<ChainReplayResult> {
-  const { store, chain, engine, workDir } = options;
+  const { source, chain, engine, workDir } = options;
   const logger = options.logger ?? silentLogger;
   await mkdir(join(workDir, 'deltas'), { recursive: true });
-  const baseFile = join(workDir, 'base.db');
-  const base = await fetchBase(store, chain.full, baseFile, options);
+  const baseFile = baseFileIn(workDir);
+  const base = await fetchBase(source, chain.full, baseFile, options);
   const inPlace = options.inPlace === true && engine.finishInPlace !== undefined;
   const result: ChainReplayResult = {
     revision: base.revision,
@@ -97,20 +86,10 @@ export async function replayChain(options: ChainReplayOptions): Promise<ChainRep
   let finished = false;
   try {
     await engine.open({ file: baseFile, revision: base.revision });
-    const chainBase = { revision: base.revision, dbSize: base.size };
-    const fetched =
-      options.deltaFiles?.(chainBase, options.signal) ??
-      prefetchInOrder(
-        chain.deltas,
-        async (entry, signal) => {
-          await fetchDelta(store, entry, deltaFile(workDir, entry), { signal, base: chainBase });
-          return deltaFile(workDir, entry);
-        },
-        { concurrency: options.maxFetchers, signal: options.signal, discard: (file) => rm(file, { force: true }) },
-      );
+    const fetched = source.deltaFiles({ revision: base.revision, dbSize: base.size }, options.signal);
     for await (const { item: entry, value, error } of fetched) {
       options.signal?.throwIfAborted();
-      const label = `${store.location}/${entry.name}`;
+      const label = `${source.location}/${entry.name}`;
       const file = value as string;
       if (error !== undefined) {
         if (!(error instanceof IntegrityError || isMissing(error)) || !options.allowPartial) {
@@ -174,33 +153,20 @@ export async function replayChain(options: ChainReplayOptions): Promise<ChainRep
   }
 }
 
+/** The chain's full snapshot from the source, which must not be past the target revision. */
 async function fetchBase(
-  store: SnapStore,
+  source: ChainSource,
   entry: CatalogEntry,
   file: string,
   options: ChainReplayOptions,
 ): Promise<FullSnapshotFacts> {
-  const label = `${store.location}/${entry.name}`;
-  try {
-    const facts = await fetchFullSnapshot(store, entry, file, { logger: options.logger, signal: options.signal });
-    if (options.toRevision !== undefined && facts.revision > options.toRevision) {
-      throw new IntegrityError(
-        `${label} holds revision ${facts.revision}, past the target revision ${options.toRevision}`,
-      );
-    }
-    return facts;
-  } catch (err) {
-    if (isUnusableFullSnapshot(err)) {
-      const reason = err instanceof IntegrityError ? err.message : `${label}: ${errorMessage(err)}`;
-      throw new UnusableFullSnapshotError(reason, { cause: err });
-    }
-    throw err;
+  const facts = await source.fullSnapshot(entry, file, options.signal);
+  if (options.toRevision !== undefined && facts.revision > options.toRevision) {
+    throw new UnusableFullSnapshotError(
+      `${source.location}/${entry.name} holds revision ${facts.revision}, past the target revision ${options.toRevision}`,
+    );
   }
-}
-
-/** Where a delta's decompressed file goes in a replay's work dir. */
-export function deltaFile(workDir: string, entry: CatalogEntry): string {
-  return join(workDir, 'deltas', `${entry.name.replaceAll('/', '_')}.json`);
+  return facts;
 }
 
 /** An object listed a moment ago and gone now (deleted by garbage collection, say) counts as missing. */

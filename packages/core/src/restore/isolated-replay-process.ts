@@ -1,32 +1,49 @@
 import { serveParent } from '../common/child-process.js';
+import type { ChainSource } from '../replay/chain-source.js';
 import { replayChain } from '../replay/replay-chain.js';
-import { openStore } from '../store/location.js';
-import { deltasFromParent } from './delta-feed.js';
+import type { SnapStore } from '../store/snapstore.js';
+import { chainFromParent } from './chain-feed.js';
 import type { IsolatedReplayRequest, ReplayOutcome } from './isolated-replay.js';
 import { createReplayEngine } from './replay-method.js';
 
-// The child side of isolated-replay.ts: one chain replayed, its outcome sent back.
+// The replay thread's side of isolated-replay.ts: one chain replayed, its outcome sent back. Fed by the restore's process,
+// it never opens the store (nor loads a store's client or a decompressor).
 serveParent(async (request: IsolatedReplayRequest, logger, signal, parent): Promise<ReplayOutcome> => {
-  const store = await openStore(request.storeUrl, { encryptionKeyFile: request.encryptionKeyFile });
-  const result = await replayChain({
-    store,
-    chain: request.chain,
-    toRevision: request.toRevision,
-    workDir: request.workDir,
-    engine: createReplayEngine(request.method, {
-      binaries: request.binaries,
-      workDir: request.engineDir,
-      limits: request.limits,
-      leaseTtl: request.leaseTtl,
+  let store: SnapStore | undefined;
+  let source: ChainSource;
+  if (request.fed) {
+    source = chainFromParent(parent, request.storeUrl, request.chain.deltas);
+  } else {
+    const { openStore } = await import('../store/location.js');
+    const { storeSource } = await import('../replay/chain-source.js');
+    store = await openStore(request.storeUrl, { encryptionKeyFile: request.encryptionKeyFile });
+    source = storeSource(store, {
+      deltas: request.chain.deltas,
+      workDir: request.workDir,
+      maxFetchers: request.maxFetchers,
       logger,
-    }),
-    maxFetchers: request.maxFetchers,
-    ...(request.feedDeltas ? { deltaFiles: deltasFromParent(parent, request.chain.deltas) } : {}),
-    allowPartial: request.allowPartial,
-    inPlace: request.inPlace,
-    logger,
-    signal,
-  });
-  await store.close?.();
-  return { ...result, peakRssBytes: process.resourceUsage().maxRSS * 1024 };
+    });
+  }
+  try {
+    const result = await replayChain({
+      source,
+      chain: request.chain,
+      toRevision: request.toRevision,
+      workDir: request.workDir,
+      engine: createReplayEngine(request.method, {
+        binaries: request.binaries,
+        workDir: request.engineDir,
+        limits: request.limits,
+        leaseTtl: request.leaseTtl,
+        logger,
+      }),
+      allowPartial: request.allowPartial,
+      inPlace: request.inPlace,
+      logger,
+      signal,
+    });
+    return result;
+  } finally {
+    await store?.close?.();
+  }
 });

@@ -9,7 +9,7 @@ export function formatSummary(result: RestoreResult): string {
     `${resultStyle.green.bold('restored')} ${result.dataDir} at revision ${result.revision} (${result.keys} keys)`,
     `  from ${result.snapshot}${result.deltas.length > 0 ? ` and ${result.deltas.length} delta(s), replayed by ${result.replay}` : ''}`,
     `  verified by ${result.verify === 'check' ? 'a full check of the data dir and its db file' : 'etcd started on a copy'}${result.fingerprint ? `; keyspace sha256 ${result.fingerprint.sha256}` : ''}`,
-    `  in ${(result.durationMs / 1000).toFixed(1)} s, peak memory ${formatBytes(result.peakRssBytes)} (this process), ${formatBytes(result.replayPeakRssBytes)} (replay)`,
+    `  in ${(result.durationMs / 1000).toFixed(1)} s, peak memory ${formatBytes(result.peakRssBytes)}`,
   ];
   if (result.proof) lines.push(...formatProofReport(result.proof).map((line) => `  ${line}`));
   for (const s of result.skipped) lines.push(`  skipped ${s.name}: ${s.reason}`);

@@ -13,7 +13,8 @@ import { layOutAroundEmptyDb, moveDbIntoLayout } from '../etcd/member-layout.js'
 import { type MemberConfig, refuseDowngrade } from '../etcd/snapshot-restore-command.js';
 import { proveDbAgainstCluster } from '../proof/live-proof.js';
 import { ProofError, type ProofReport } from '../proof/proof-verdict.js';
-import { type ChainReplayResult, UnusableFullSnapshotError } from '../replay/replay-chain.js';
+import { UnusableFullSnapshotError } from '../replay/chain-source.js';
+import type { ChainReplayResult } from '../replay/replay-chain.js';
 import type { TxnLimits } from '../replay/replay-events.js';
 import { openStore } from '../store/location.js';
 import { DataDirTarget } from './data-dir.js';
@@ -75,8 +76,8 @@ export interface RestoreResult {
   proof?: ProofReport;
   durationMs: number;
   /** Peak resident memory of this process, and of the replay (a child process); etcd's own is not included. */
+  /** This process's peak RSS, the replay thread's included. */
   peakRssBytes: number;
-  replayPeakRssBytes: number;
 }
 
 /**
@@ -124,7 +125,7 @@ export async function restore(options: RestoreOptions): Promise<RestoreResult> {
             maxFetchers: options.maxFetchers ?? 4,
             allowPartial: options.allowPartial,
             inPlace: true,
-            feedDeltas: true,
+            fed: true,
           },
           logger,
           options.signal,
@@ -167,7 +168,6 @@ export async function restore(options: RestoreOptions): Promise<RestoreResult> {
         verify: options.verify ?? 'check',
         durationMs: Date.now() - started,
         peakRssBytes: process.resourceUsage().maxRSS * 1024,
-        replayPeakRssBytes: replayed.peakRssBytes,
       };
     }
     throw new OperationError(
