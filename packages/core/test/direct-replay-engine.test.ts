@@ -13,10 +13,10 @@ import { keyspaceFingerprint } from '../src/etcd/keyspace-fingerprint.js';
 import { layOutMemberDataDir } from '../src/etcd/member-layout.js';
 import { inspectDataDir, inspectSnapshotFile } from '../src/etcd/snapshot-inspection.js';
 import { runSnapshotRestore } from '../src/etcd/snapshot-restore-command.js';
-import { storeSource } from '../src/replay/chain-source.js';
+import { type EarlyBase, storeSource } from '../src/replay/chain-source.js';
 import { DirectReplayEngine } from '../src/replay/direct-replay-engine.js';
 import { replayChain } from '../src/replay/replay-chain.js';
-import type { ReplayEngine } from '../src/replay/replay-engine.js';
+import { BaseNotAsPreparedError, type ReplayEngine } from '../src/replay/replay-engine.js';
 import { GrpcReplayEngine } from '../src/replay/replay-events.js';
 import { LocalStore } from '../src/store/local.js';
 
@@ -72,14 +72,20 @@ describe('direct replay (rows written into the db file) against the gRPC oracle'
     makeEngine: (workDir: string) => ReplayEngine,
     toRevision?: number,
     inPlace?: boolean,
+    options: { prepare?: boolean; earlyBase?: (real: EarlyBase) => EarlyBase } = {},
   ) {
     const workDir = join(dir, name);
     // From the older full, so that the replay crosses every delta.
     const fromOldest = planChains(await listSnapshots(store), { revision: toRevision }).at(-1)!;
     expect(fromOldest.full.name).toBe(chain.fulls[0].name);
     const engine = makeEngine(workDir);
-    const source = storeSource(store, { deltas: fromOldest.deltas, workDir, maxFetchers: 2 });
-    return replayChain({ source, chain: fromOldest, toRevision, workDir, engine, inPlace });
+    const source = storeSource(store, { chain: fromOldest, workDir, maxFetchers: 2 });
+    const told = options.earlyBase;
+    if (told) {
+      const real = source.earlyBase!;
+      source.earlyBase = async (signal) => told(await real(signal));
+    }
+    return replayChain({ source, chain: fromOldest, toRevision, workDir, engine, inPlace, prepare: options.prepare });
   }
 
   it('writes rows byte-identical to those etcd writes, and etcd serves the source keyspace from them', async () => {
@@ -158,5 +164,33 @@ describe('direct replay (rows written into the db file) against the gRPC oracle'
       fingerprint: true,
     });
     expect(inspection.fingerprint).toEqual(await keyspaceFingerprint(client, chain.lastRevision));
+  });
+
+  it('writes the same rows when it takes the deltas before the full snapshot is in as after, and refuses a base other than it assumed', async () => {
+    const early: EarlyBase[] = [];
+    const prepared = await replayWith('prepared', () => new DirectReplayEngine({ leaseTtl: 3600 }), undefined, false, {
+      earlyBase: (real) => {
+        early.push(real);
+        return real;
+      },
+    });
+    const after = await replayWith('after', () => new DirectReplayEngine({ leaseTtl: 3600 }), undefined, false, {
+      prepare: false,
+    });
+    // ours records the db's size: the rows went past it while the full snapshot came in
+    expect(early).toEqual([expect.objectContaining({ recorded: true, revision: chain.fulls[0].revision })]);
+    expect(prepared.revision).toBe(chain.lastRevision);
+    for (const bucket of ['key', 'lease', 'meta']) {
+      expect(bucketRows(prepared.snapshotFile!, bucket), bucket).toEqual(bucketRows(after.snapshotFile!, bucket));
+    }
+    expect(prepared).toMatchObject({ ...after, snapshotFile: prepared.snapshotFile });
+
+    // A db larger than its recorded size says (as a 16 KiB-page db would be): the rows were written where the base
+    // goes, and the replay says so rather than splice them in.
+    await expect(
+      replayWith('assumed-small', () => new DirectReplayEngine({ leaseTtl: 3600 }), undefined, false, {
+        earlyBase: (real) => ({ ...real, dbSize: 4 * 4096 }),
+      }),
+    ).rejects.toThrow(BaseNotAsPreparedError);
   });
 });

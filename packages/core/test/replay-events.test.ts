@@ -101,7 +101,7 @@ describe('gRPC replay into a private etcd (real etcd)', () => {
       limits: { maxTxnOps: options.maxTxnOps ?? 10240, maxRequestBytes: 10 << 20 },
     });
     const engine = options.slow ? new SlowStart(grpc, 4000) : grpc;
-    const source = storeSource(store, { deltas: chain.deltas, workDir, maxFetchers: 2 });
+    const source = storeSource(store, { chain, workDir, maxFetchers: 2 });
     const result = await replayChain({ source, chain, toRevision: options.toRevision, workDir, engine });
     const inspection = await inspectSnapshotFile({
       binaries,

@@ -1,4 +1,5 @@
-import { createWriteStream } from 'node:fs';
+import { constants } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { IntegrityError } from '../common/errors.js';
@@ -23,7 +24,9 @@ import { METADATA_DB_SIZE } from './take-full-snapshot.js';
 /**
  * Downloads a full snapshot into `file`, decompressed, and verifies it on the way: the stored bytes
  * against our recorded sha256 (when the object has one) and the db against etcd's sha256 trailer.
- * Throws IntegrityError when either does not match; the caller decides whether to fall back.
+ * Throws IntegrityError when either does not match; the caller decides whether to fall back. The file is written
+ * from its start and never truncated: a replay may already be writing its own pages past where the db will end
+ * (ReplayEngine.prepare). Give a path that holds nothing else.
  */
 export async function fetchFullSnapshot(
   store: SnapStore,
@@ -49,7 +52,7 @@ export async function fetchFullSnapshot(
     ),
     boundedMemory(),
     check,
-    createWriteStream(file),
+    (await open(file, constants.O_WRONLY | constants.O_CREAT)).createWriteStream(),
     { signal: options.signal },
   );
   await verifyStoredDigest(store, entry, stored, label);
@@ -72,6 +75,6 @@ export function isUnusableFullSnapshot(err: unknown): boolean {
 }
 
 /** The db size we record with a full snapshot (ebr records none); S3 listings carry no metadata, so ask. */
-async function recordedDbSize(store: SnapStore, entry: CatalogEntry): Promise<number | undefined> {
+export async function recordedDbSize(store: SnapStore, entry: CatalogEntry): Promise<number | undefined> {
   return recordedSize(entry.metadata[METADATA_DB_SIZE] ?? (await store.stat(entry.name))?.metadata[METADATA_DB_SIZE]);
 }

@@ -62,8 +62,14 @@ export class LeafBuilder {
 
   constructor(
     private readonly pages: PageAppender,
-    readonly refs = new PageRefList(),
+    private refs = new PageRefList(),
   ) {}
+
+  /** Puts `earlier`, the pages of keys below every key added here, ahead of the pages written so far. */
+  putBefore(earlier: PageRefList): void {
+    for (let i = 0; i < this.refs.length; i++) earlier.push(this.refs.key(i), this.refs.pgid(i));
+    this.refs = earlier;
+  }
 
   add(key: Buffer, value: Buffer, flags = 0): void {
     const grow = ELEMENT + key.length + value.length;

@@ -1,12 +1,13 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fetchDelta } from '../backup/fetch-delta.js';
-import { fetchFullSnapshot, isUnusableFullSnapshot } from '../backup/fetch-full-snapshot.js';
+import { fetchFullSnapshot, isUnusableFullSnapshot, recordedDbSize } from '../backup/fetch-full-snapshot.js';
 import type { CatalogEntry } from '../backup/snapshot-catalog.js';
+import type { SnapshotChain } from '../backup/snapshot-chain.js';
 import { errorMessage, IntegrityError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import { type Fetched, prefetchInOrder } from '../common/ordered-prefetch.js';
-import type { ChainBase } from '../format/decompressed-limit.js';
+import { type ChainBase, decompressedLimit } from '../format/decompressed-limit.js';
 import type { FullSnapshotFacts } from '../format/full-snapshot-check.js';
 import type { SnapStore } from '../store/snapstore.js';
 
@@ -24,10 +25,31 @@ export interface ChainSource {
    */
   fullSnapshot(entry: CatalogEntry, file: string, signal?: AbortSignal): Promise<FullSnapshotFacts>;
   /**
-   * The chain's deltas' files, each decompressed and checked, in the chain's order once the full snapshot is in
-   * (`base`: fetchDelta's size bound needs it). Each file is the replay's to delete once applied.
+   * The chain's deltas' files, each decompressed and checked, in the chain's order (`base`: fetchDelta's size bound
+   * needs it, the full snapshot's or its EarlyBase). Each file is the replay's to delete once applied.
    */
   deltaFiles(base: ChainBase, signal?: AbortSignal): AsyncIterable<Fetched<CatalogEntry, string>>;
+  /** What the full snapshot's name and metadata say of it, before it is in (earlyBase). */
+  earlyBase?(signal?: AbortSignal): Promise<EarlyBase>;
+}
+
+/**
+ * A chain's base before its full snapshot is in: the revision its name says (ebr's may hold a later one: etcd#9037)
+ * and the most its db may be (with the trailer): the size recorded when it was stored (`recorded`: ours record it),
+ * else what its decompression is held to. Each can only be above the real one, so a size bound taken from them can
+ * only be looser than the full snapshot's own, and never looser than the compression-ratio bound of every object.
+ */
+export interface EarlyBase extends ChainBase {
+  recorded: boolean;
+}
+
+export async function earlyBase(store: SnapStore, full: CatalogEntry): Promise<EarlyBase> {
+  const recorded = await recordedDbSize(store, full);
+  return {
+    revision: full.lastRevision,
+    dbSize: decompressedLimit(full.size, recorded),
+    recorded: recorded !== undefined,
+  };
 }
 
 /** The full snapshot of a chain failed verification, or is gone: a caller may fall back to an older chain. */
@@ -46,11 +68,13 @@ export function unusableFullSnapshot(err: unknown, label: string): unknown {
 /** The store's objects fetched by the replaying process itself, `maxFetchers` deltas ahead. */
 export function storeSource(
   store: SnapStore,
-  options: { deltas: readonly CatalogEntry[]; workDir: string; maxFetchers: number; logger?: Logger },
+  options: { chain: SnapshotChain; workDir: string; maxFetchers: number; logger?: Logger },
 ): ChainSource {
-  const { deltas, workDir, maxFetchers, logger } = options;
+  const { workDir, maxFetchers, logger } = options;
+  const { full: chainFull, deltas } = options.chain;
   return {
     location: store.location,
+    earlyBase: () => earlyBase(store, chainFull),
     fullSnapshot: (entry, file, signal) =>
       fetchFullSnapshot(store, entry, file, { logger, signal }).catch((err: unknown) => {
         throw unusableFullSnapshot(err, `${store.location}/${entry.name}`);

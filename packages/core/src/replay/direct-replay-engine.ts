@@ -1,4 +1,4 @@
-import { closeSync, ftruncateSync, openSync } from 'node:fs';
+import { closeSync, constants, ftruncateSync, openSync } from 'node:fs';
 import { rename } from 'node:fs/promises';
 import { commitBuckets, writeBucket } from '../bbolt/bbolt-commit.js';
 import { type BboltMeta, BboltReader, type BucketValue } from '../bbolt/bbolt-file.js';
@@ -10,7 +10,7 @@ import type { Revision } from '../format/delta-revisions.js';
 import { type FullSnapshotFacts, SNAPSHOT_TRAILER } from '../format/full-snapshot-check.js';
 import { appendSha256Trailer } from '../format/sha256-trailer.js';
 import { eventRecord, leaseRecord } from './etcd-backend-records.js';
-import type { ReplayEngine } from './replay-engine.js';
+import { BaseNotAsPreparedError, type PreparedBase, type ReplayEngine } from './replay-engine.js';
 import { DEFAULT_REPLAYED_LEASE_TTL } from './replay-events.js';
 
 /**
@@ -30,6 +30,11 @@ import { DEFAULT_REPLAYED_LEASE_TTL } from './replay-events.js';
  * grant would add them (their original TTL is unknown: `leaseTtl`). The new tree's revision is read back
  * before the result is handed on, the restore then starts etcd on it, and the tests hold its rows to the
  * gRPC engine's, byte for byte.
+ *
+ * Since new rows go after every row of the base, their leaf pages do not depend on it: prepared (`prepare`), the
+ * engine writes them from a page past where the base will end, while the base is still being written into the same
+ * file, and `open` then puts the base's leaves ahead of them. The pages between the base's end and the first new one
+ * (the base file's unused tail, its trailer) are free, as the base's own unused pages are.
  */
 export class DirectReplayEngine implements ReplayEngine {
   readonly name = 'direct';
@@ -43,11 +48,23 @@ export class DirectReplayEngine implements ReplayEngine {
   private leases = new Set<bigint>();
   private newLeases = new Set<bigint>();
   private revision = 0;
+  private prepared?: PreparedBase;
 
   constructor(private readonly options: { leaseTtl?: number } = {}) {}
 
+  async prepare(early: PreparedBase): Promise<void> {
+    this.file = early.file;
+    // created by whichever comes first, this or the base's writer; neither truncates it
+    this.fd = openSync(early.file, constants.O_RDWR | constants.O_CREAT);
+    this.pages = new PageAppender(this.fd, early.pageSize, early.firstPgid);
+    this.keyRows = new LeafBuilder(this.pages);
+    this.revision = early.revision;
+    this.prepared = early;
+  }
+
   /** Takes over the db file: it is extended in place, then renamed by `finish` or left in place by `finishInPlace`. */
   async open(base: { file: string; revision: number }): Promise<void> {
+    if (this.prepared) return this.openPrepared(base.revision);
     this.file = base.file;
     this.fd = openSync(base.file, 'r+');
     this.reader = new BboltReader(this.fd);
@@ -66,6 +83,29 @@ export class DirectReplayEngine implements ReplayEngine {
     const lease = this.buckets.get('lease');
     if (lease) for (const row of this.reader.elements(lease)) this.leases.add(row.key.readBigInt64BE(0));
     this.revision = base.revision;
+  }
+
+  /** The base, now written, under the rows applied since `prepare`. */
+  private openPrepared(revision: number): void {
+    const early = this.prepared!;
+    const reader = new BboltReader(this.fd!);
+    const buckets = reader.buckets();
+    const key = buckets.get('key');
+    const { pageSize, pgid } = reader.meta;
+    if (!key) throw new IntegrityError('the full snapshot has no "key" bucket: it is not an etcd database');
+    if (revision !== early.revision || pageSize !== early.pageSize || pgid > early.firstPgid || key.inline) {
+      throw new BaseNotAsPreparedError(
+        `the full snapshot holds revision ${revision} in ${pgid} pages of ${pageSize} bytes${key.inline ? ' (its key bucket inline)' : ''}, where revision ${early.revision} in at most ${early.firstPgid} pages of ${early.pageSize} bytes was assumed`,
+      );
+    }
+    this.reader = reader;
+    this.meta = reader.meta;
+    this.buckets = buckets;
+    this.keyRows!.putBefore(reader.leafRefs(key.root));
+    const lease = buckets.get('lease');
+    if (lease) for (const row of reader.elements(lease)) this.leases.add(row.key.readBigInt64BE(0));
+    for (const id of this.leases) this.newLeases.delete(id);
+    this.prepared = undefined;
   }
 
   async apply(rev: Revision): Promise<void> {

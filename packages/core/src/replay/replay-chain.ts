@@ -8,7 +8,7 @@ import { type Logger, silentLogger } from '../common/logger.js';
 import { groupRevisions, type Revision } from '../format/delta-revisions.js';
 import type { FullSnapshotFacts } from '../format/full-snapshot-check.js';
 import { baseFile as baseFileIn, type ChainSource, UnusableFullSnapshotError } from './chain-source.js';
-import type { ReplayEngine } from './replay-engine.js';
+import type { PreparedBase, ReplayEngine } from './replay-engine.js';
 
 export interface ChainReplayOptions {
   chain: SnapshotChain;
@@ -24,6 +24,11 @@ export interface ChainReplayOptions {
   engine: ReplayEngine;
   /** On a damaged or missing delta, finish at the last good revision instead of failing. */
   allowPartial?: boolean;
+  /**
+   * `false`: the engine takes no revision before the full snapshot is in, even where it could (preparedBase); for a
+   * replay again after a BaseNotAsPreparedError.
+   */
+  prepare?: boolean;
   logger?: Logger;
   signal?: AbortSignal;
   /**
@@ -66,29 +71,38 @@ export async function replayChain(options: ChainReplayOptions): Promise<ChainRep
   const logger = options.logger ?? silentLogger;
   await mkdir(join(workDir, 'deltas'), { recursive: true });
   const baseFile = baseFileIn(workDir);
-  const base = await fetchBase(source, chain.full, baseFile, options);
   const inPlace = options.inPlace === true && engine.finishInPlace !== undefined;
+  const wanted = options.toRevision ?? chain.lastRevision;
+  const prepared = options.prepare === false ? undefined : await preparedBase(options, baseFile, wanted);
+  // Prepared, the engine takes the deltas' revisions while the full snapshot comes in; otherwise it comes first.
+  const stopBase = new AbortController(); // a replay that fails first stops the full snapshot's fetch
+  const baseSignal = options.signal ? AbortSignal.any([options.signal, stopBase.signal]) : stopBase.signal;
+  const baseIn = fetchBase(source, chain.full, baseFile, { ...options, signal: baseSignal });
+  let baseFailed = false;
+  baseIn.catch(() => (baseFailed = true)); // awaited below
+  const base = prepared ? undefined : await baseIn;
+  const from = base?.revision ?? prepared!.revision;
   const result: ChainReplayResult = {
-    revision: base.revision,
+    revision: from,
     snapshotFile: baseFile,
-    baseRevision: base.revision,
+    baseRevision: from,
     deltas: 0,
     revisions: 0,
     events: 0,
     created: 0,
     deleted: 0,
   };
-  const wanted = options.toRevision ?? chain.lastRevision;
-  if (chain.deltas.length === 0 || base.revision >= wanted) return result;
+  if (chain.deltas.length === 0 || from >= wanted) return result;
 
-  const progress = new ReplayProgress(logger, base.revision, chain.lastRevision);
-  let reached = base.revision;
+  const progress = new ReplayProgress(logger, from, chain.lastRevision);
+  let reached = from;
   let finished = false;
   try {
-    await engine.open({ file: baseFile, revision: base.revision });
-    const fetched = source.deltaFiles({ revision: base.revision, dbSize: base.size }, options.signal);
+    await (prepared ? engine.prepare!(prepared) : engine.open({ file: baseFile, revision: from }));
+    const fetched = source.deltaFiles({ revision: from, dbSize: base?.size ?? prepared!.dbSize }, options.signal);
     for await (const { item: entry, value, error } of fetched) {
       options.signal?.throwIfAborted();
+      if (baseFailed) break; // it says why below
       const label = `${source.location}/${entry.name}`;
       const file = value as string;
       if (error !== undefined) {
@@ -134,6 +148,7 @@ export async function replayChain(options: ChainReplayOptions): Promise<ChainRep
       result.deltas++;
       if (finished || reached >= wanted) break;
     }
+    if (prepared) await engine.open({ file: baseFile, revision: (await baseIn).revision });
     if (inPlace) {
       result.revision = await engine.finishInPlace!();
       delete result.snapshotFile;
@@ -149,8 +164,39 @@ export async function replayChain(options: ChainReplayOptions): Promise<ChainRep
     progress.done(reached);
     return result;
   } finally {
+    stopBase.abort(new Error('the replay has ended'));
+    await baseIn.catch(() => {});
     await engine.close();
   }
+}
+
+/**
+ * etcd's bbolt pages are the system's memory pages, 4 KiB where etcd runs (Linux on amd64, arm64 with 4 KiB pages);
+ * a db with others makes the engine start again without preparing.
+ */
+const PAGE_SIZE = 4096;
+
+/**
+ * Where an engine that can (ReplayEngine.prepare) writes the deltas' rows while the full snapshot comes in: past
+ * the end of its db, whose size the full snapshot's metadata records (ours do; ebr's do not, and their revision may
+ * be later than their name says), at the revision its name says.
+ */
+async function preparedBase(
+  options: ChainReplayOptions,
+  file: string,
+  wanted: number,
+): Promise<(PreparedBase & { dbSize: number }) | undefined> {
+  const { engine, source, chain } = options;
+  if (!engine.prepare || !source.earlyBase || chain.deltas.length === 0) return undefined;
+  const early = await source.earlyBase(options.signal);
+  if (!early.recorded || early.revision >= wanted) return undefined;
+  return {
+    file,
+    revision: early.revision,
+    pageSize: PAGE_SIZE,
+    firstPgid: Math.ceil(early.dbSize / PAGE_SIZE),
+    dbSize: early.dbSize,
+  };
 }
 
 /** The chain's full snapshot from the source, which must not be past the target revision. */

@@ -1,3 +1,4 @@
+import { OperationError } from '../common/errors.js';
 import type { Revision } from '../format/delta-revisions.js';
 import type { FullSnapshotFacts } from '../format/full-snapshot-check.js';
 
@@ -8,8 +9,18 @@ import type { FullSnapshotFacts } from '../format/full-snapshot-check.js';
  */
 export interface ReplayEngine {
   readonly name: string;
-  /** Starts from a verified full snapshot file (db plus sha256 trailer) whose content is at `revision`. */
+  /**
+   * Starts from a verified full snapshot file (db plus sha256 trailer) whose content is at `revision`; after
+   * `prepare`, takes it as the base of the revisions applied so far, or fails with a BaseNotAsPreparedError.
+   */
   open(base: { file: string; revision: number }): Promise<void>;
+  /**
+   * Only engines whose new rows do not depend on the base (the direct engine: etcd's `key` bucket is keyed by
+   * revision, so every new row goes after every row of the base): takes revisions before the base is in, writing
+   * their pages into `file` from page `firstPgid` on, past the end of the base that is being written into the same
+   * file from its start, which must be at `revision` and have pages of `pageSize` bytes.
+   */
+  prepare?(early: PreparedBase): Promise<void>;
   /** Applies one revision; it must land on exactly `revision.revision`. */
   apply(revision: Revision): Promise<void>;
   /** Called after each delta: anything buffered is applied and the store's revision is checked. */
@@ -25,3 +36,17 @@ export interface ReplayEngine {
   /** Releases everything (processes, files); safe to call at any point, more than once. */
   close(): Promise<void>;
 }
+
+/** Where an engine that prepares (ReplayEngine.prepare) writes before its base is in, and what it assumes of it. */
+export interface PreparedBase {
+  file: string;
+  revision: number;
+  firstPgid: number;
+  pageSize: number;
+}
+
+/**
+ * The base turned out other than `prepare` assumed (a full snapshot holding a later revision than its name, a db with
+ * other pages): the revisions applied before it are of no use, and the chain is replayed again without preparing.
+ */
+export class BaseNotAsPreparedError extends OperationError {}

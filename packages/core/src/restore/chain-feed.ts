@@ -4,17 +4,17 @@ import { fetchDelta } from '../backup/fetch-delta.js';
 import { fetchFullSnapshot } from '../backup/fetch-full-snapshot.js';
 import type { CatalogEntry } from '../backup/snapshot-catalog.js';
 import type { SnapshotChain } from '../backup/snapshot-chain.js';
-import { METADATA_DB_SIZE } from '../backup/take-full-snapshot.js';
 import type { ParentChannel } from '../common/child-process.js';
 import { errorMessage, IntegrityError, OperationError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import { type Fetched, prefetchInOrder } from '../common/ordered-prefetch.js';
-import { type ChainBase, decompressedLimit, recordedSize } from '../format/decompressed-limit.js';
 import type { FullSnapshotFacts } from '../format/full-snapshot-check.js';
 import {
   baseFile,
   type ChainSource,
   deltaFile,
+  type EarlyBase,
+  earlyBase,
   UnusableFullSnapshotError,
   unusableFullSnapshot,
 } from '../replay/chain-source.js';
@@ -34,6 +34,8 @@ import type { SnapStore } from '../store/snapstore.js';
 
 type Described = { name: string; message: string };
 type FeedMessage =
+  | { type: 'early' }
+  | { type: 'early-in'; base?: EarlyBase; error?: Described }
   | { type: 'full' }
   | { type: 'full-in'; location: string; facts?: FullSnapshotFacts; error?: Described }
   | { type: 'took'; index: number }
@@ -44,6 +46,7 @@ export class ChainFeed {
   private readonly controller = new AbortController();
   private readonly store: Promise<SnapStore>;
   private readonly full: Promise<FullSnapshotFacts>;
+  private readonly early: Promise<EarlyBase>;
   private took = -1;
   private wake?: () => void;
   private deltas?: Promise<void>;
@@ -70,12 +73,22 @@ export class ChainFeed {
       fetchFullSnapshot(store, options.chain.full, baseFile(options.workDir), { logger: options.logger, signal }),
     );
     this.full.catch(() => {}); // handed to the replay thread when it asks
-    this.deltas = this.feedDeltas(earlyBase(options.chain.full));
+    this.early = this.store.then((store) => earlyBase(store, options.chain.full));
+    this.early.catch(() => {}); // likewise
+    this.deltas = this.feedDeltas();
   }
 
   /** runChild's onMessage. */
   readonly onMessage = (message: { type: string }, send: (message: object) => void): void => {
     const m = message as FeedMessage;
+    // the replay thread is there: the deltas may go to it (a prepared engine takes them before the full snapshot)
+    this.send ??= send;
+    if (m.type === 'early') {
+      this.early.then(
+        (base) => send({ type: 'early-in', base } satisfies FeedMessage),
+        (err: unknown) => send({ type: 'early-in', error: described(err) } satisfies FeedMessage),
+      );
+    }
     if (m.type === 'full') void this.answerFull(send);
     if (m.type === 'took') this.took = m.index;
     this.wake?.();
@@ -86,8 +99,6 @@ export class ChainFeed {
     const location = store?.location ?? this.options.storeUrl;
     try {
       send({ type: 'full-in', location, facts: await this.full });
-      this.send = send;
-      this.wake?.();
     } catch (err) {
       send({
         type: 'full-in',
@@ -106,11 +117,12 @@ export class ChainFeed {
     await (await this.store.catch(() => undefined))?.close?.();
   }
 
-  private async feedDeltas(base: ChainBase): Promise<void> {
+  private async feedDeltas(): Promise<void> {
     const { chain, workDir } = this.options;
     const signal = this.controller.signal;
     const store = await this.store.catch(() => undefined);
-    if (!store) return; // the full snapshot's answer says why
+    const base = await this.early.catch(() => undefined);
+    if (!store || !base) return; // the full snapshot's answer says why
     let index = 0;
     const fetched = prefetchInOrder(
       chain.deltas,
@@ -122,7 +134,7 @@ export class ChainFeed {
     );
     try {
       for await (const outcome of fetched) {
-        // handed over one at a time, once the replay thread has the full snapshot and took the one before
+        // handed over one at a time, once the replay thread is there and took the one before
         while ((!this.send || this.took < index - 1) && !signal.aborted) {
           await new Promise<void>((wake) => (this.wake = wake));
         }
@@ -141,49 +153,49 @@ export class ChainFeed {
 }
 
 /**
- * The chain's base as the deltas' size bound needs it (fetchDelta), before the full snapshot is in: the revision
- * its name says (it may hold a later one: etcd#9037) and the most its db may be (what its own decompression is held
- * to). Both can only be above the full snapshot's real ones, so the bound can only be looser, and no looser than
- * the bound by the compression ratio every object is held to.
+ * The replay thread's side: its ChainSource, from the restore's thread (the store as `storeUrl` names it, until the
+ * restore says how it does). Each kind of answer waits in a queue of its own: the deltas may come before the full
+ * snapshot.
  */
-function earlyBase(full: CatalogEntry): ChainBase {
-  return {
-    revision: full.lastRevision,
-    dbSize: decompressedLimit(full.size, recordedSize(full.metadata[METADATA_DB_SIZE])),
-  };
-}
-
-/** The replay thread's side: its ChainSource, from the restore's thread (the store as `storeUrl` names it, until the restore says how it does). */
 export function chainFromParent(parent: ParentChannel, storeUrl: string, deltas: readonly CatalogEntry[]): ChainSource {
-  const arrived: FeedMessage[] = [];
-  let wake: (() => void) | undefined;
+  const arrived = new Map<string, FeedMessage[]>();
+  // the full snapshot and the deltas are waited for at once: every waiter looks again when anything arrives
+  const waiting = new Set<() => void>();
+  const wakeAll = () => {
+    for (const wake of waiting) wake();
+    waiting.clear();
+  };
   parent.onMessage((message) => {
-    if (message.type !== 'delta' && message.type !== 'full-in') return;
-    arrived.push(message as FeedMessage);
-    wake?.();
+    if (message.type !== 'delta' && message.type !== 'full-in' && message.type !== 'early-in') return;
+    arrived.set(message.type, [...(arrived.get(message.type) ?? []), message as FeedMessage]);
+    wakeAll();
   });
   async function next<T extends FeedMessage['type']>(
     type: T,
     signal?: AbortSignal,
   ): Promise<Extract<FeedMessage, { type: T }>> {
-    const onAbort = () => wake?.();
-    signal?.addEventListener('abort', onAbort);
+    signal?.addEventListener('abort', wakeAll);
     try {
-      while (arrived.length === 0) {
+      for (;;) {
+        const queue = arrived.get(type);
+        if (queue?.length) return queue.shift() as Extract<FeedMessage, { type: T }>;
         signal?.throwIfAborted();
-        await new Promise<void>((resolve) => (wake = resolve));
+        await new Promise<void>((resolve) => waiting.add(resolve));
       }
     } finally {
-      signal?.removeEventListener('abort', onAbort);
+      signal?.removeEventListener('abort', wakeAll);
     }
-    const m = arrived.shift()!;
-    if (m.type !== type) throw new OperationError(`the restore sent ${m.type} where ${type} was due`);
-    return m as Extract<FeedMessage, { type: T }>;
   }
   let location = storeUrl;
   return {
     get location() {
       return location;
+    },
+    async earlyBase(signal) {
+      parent.send({ type: 'early' } satisfies FeedMessage);
+      const m = await next('early-in', signal);
+      if (m.error) throw revived(m.error);
+      return m.base!;
     },
     async fullSnapshot(_entry, _file, signal) {
       parent.send({ type: 'full' } satisfies FeedMessage);

@@ -18,7 +18,7 @@ serveParent(async (request: IsolatedReplayRequest, logger, signal, parent): Prom
     const { storeSource } = await import('../replay/chain-source.js');
     store = await openStore(request.storeUrl, { encryptionKeyFile: request.encryptionKeyFile });
     source = storeSource(store, {
-      deltas: request.chain.deltas,
+      chain: request.chain,
       workDir: request.workDir,
       maxFetchers: request.maxFetchers,
       logger,
@@ -38,6 +38,7 @@ serveParent(async (request: IsolatedReplayRequest, logger, signal, parent): Prom
         logger,
       }),
       allowPartial: request.allowPartial,
+      prepare: request.prepare,
       inPlace: request.inPlace,
       logger,
       signal,

@@ -5,6 +5,7 @@ import type { Logger } from '../common/logger.js';
 import type { EtcdBinaries } from '../etcd/etcd-binaries.js';
 import { UnusableFullSnapshotError } from '../replay/chain-source.js';
 import type { ChainReplayResult } from '../replay/replay-chain.js';
+import { BaseNotAsPreparedError } from '../replay/replay-engine.js';
 import type { TxnLimits } from '../replay/replay-events.js';
 import { ChainFeed } from './chain-feed.js';
 import type { ReplayMethod } from './replay-method.js';
@@ -29,6 +30,8 @@ export interface IsolatedReplayRequest {
   inPlace?: boolean;
   /** This process fetches the chain and hands its files over (chain-feed.ts), beside the replay. */
   fed?: boolean;
+  /** `false`: no revision before the full snapshot is in (replay-chain.ts's `prepare`). */
+  prepare?: boolean;
 }
 
 /** The replay's result. */
@@ -88,6 +91,8 @@ function revive(name: string, message: string): Error {
   switch (name) {
     case 'UnusableFullSnapshotError':
       return new UnusableFullSnapshotError(message);
+    case 'BaseNotAsPreparedError':
+      return new BaseNotAsPreparedError(message);
     case 'IntegrityError':
       return new IntegrityError(message);
     case 'UsageError':

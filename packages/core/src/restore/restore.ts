@@ -15,6 +15,7 @@ import { proveDbAgainstCluster } from '../proof/live-proof.js';
 import { ProofError, type ProofReport } from '../proof/proof-verdict.js';
 import { UnusableFullSnapshotError } from '../replay/chain-source.js';
 import type { ChainReplayResult } from '../replay/replay-chain.js';
+import { BaseNotAsPreparedError } from '../replay/replay-engine.js';
 import type { TxnLimits } from '../replay/replay-events.js';
 import { openStore } from '../store/location.js';
 import { DataDirTarget } from './data-dir.js';
@@ -108,8 +109,8 @@ export async function restore(options: RestoreOptions): Promise<RestoreResult> {
       });
       let replayed: ReplayOutcome;
       await rm(join(workDir, 'replay'), { recursive: true, force: true }); // what a failed attempt left
-      try {
-        replayed = await replayInChild(
+      const replay = (prepare?: boolean) =>
+        replayInChild(
           {
             storeUrl: options.store,
             encryptionKeyFile: options.encryptionKeyFile,
@@ -126,10 +127,21 @@ export async function restore(options: RestoreOptions): Promise<RestoreResult> {
             allowPartial: options.allowPartial,
             inPlace: true,
             fed: true,
+            prepare,
           },
           logger,
           options.signal,
         );
+      try {
+        replayed = await replay().catch(async (err: unknown) => {
+          if (!(err instanceof BaseNotAsPreparedError)) throw err;
+          // rare (a full snapshot of ours whose revision is not its name's): the whole chain again, the usual way
+          logger.warn('the full snapshot was not as its name and metadata say; replaying again', {
+            reason: err.message,
+          });
+          await rm(join(workDir, 'replay'), { recursive: true, force: true });
+          return replay(false);
+        });
       } catch (err) {
         if (!(err instanceof UnusableFullSnapshotError) || options.snapshot) throw err;
         logger.warn('full snapshot failed verification; trying the previous one', {
