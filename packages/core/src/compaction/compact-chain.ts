@@ -24,7 +24,7 @@ import { compactInEtcd, type EtcdCompactionOptions } from './etcd-compaction.js'
 import { HeldSnapshot } from './held-snapshot.js';
 
 export interface CompactOptions {
-  /** The store's URL (`--store`): the restore's replay process opens its own connection to it. */
+  /** The store's URL (`--store`): the restore opens its own connection to it. */
   store: string;
   /** Scratch space: the restored data dir, the compacted db and the new snapshot live in a folder inside. */
   workDir: string;

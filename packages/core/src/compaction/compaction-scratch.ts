@@ -10,7 +10,7 @@ const OWNER = 'owner';
 
 /**
  * A compaction's scratch folder inside `--work-dir`: one per store, so that the next run for that store finds
- * what a killed one left (files, and the etcd and replay processes still running there, stopped by their
+ * what a killed one left (files, and the etcd processes still running there, stopped by their
  * recorded pids), and a run for another store sharing the work dir never touches it.
  */
 export class CompactionScratch {

@@ -44,7 +44,8 @@ export interface EarlyBase extends ChainBase {
 }
 
 export async function earlyBase(store: SnapStore, full: CatalogEntry): Promise<EarlyBase> {
-  const recorded = await recordedDbSize(store, full);
+  // a stat that fails leaves the looser bound: the full snapshot's own fetch says what is wrong with the store
+  const recorded = await recordedDbSize(store, full).catch(() => undefined);
   return {
     revision: full.lastRevision,
     dbSize: decompressedLimit(full.size, recorded),

@@ -26,10 +26,11 @@ import type { SnapStore } from '../store/snapstore.js';
  * replay thread loads neither a store's client nor a decompressor, and fetching runs beside it: the full snapshot
  * and the first deltas from the moment the feed starts (while the replay thread starts), the other deltas while
  * it replays (fetching one, reading, decompressing and its sha256 checks, costs about half what replaying it does).
- * The replay thread asks for the full snapshot (`full`) and is answered once it is in; the deltas' files come in
- * the chain's order (`delta`), fetched `concurrency` ahead, and the next is handed over only once the replay took
- * the one before (`took`), so the disk holds `concurrency` + 1 delta files, as a replay that fetches for itself
- * holds.
+ * The replay thread asks what the full snapshot's name and metadata say of it (`early`) and for the full snapshot
+ * itself (`full`), each answered once known; the deltas' files come in the chain's order (`delta`) from its first
+ * message on, before the full snapshot is in (a prepared engine takes them then: ReplayEngine.prepare), fetched
+ * `concurrency` ahead, and the next is handed over only once the replay took the one before (`took`), so the disk
+ * holds `concurrency` + 1 delta files, as a replay that fetches for itself holds.
  */
 
 type Described = { name: string; message: string };
@@ -50,7 +51,7 @@ export class ChainFeed {
   private took = -1;
   private wake?: () => void;
   private deltas?: Promise<void>;
-  /** How to reach the replay thread, once it has been told about the full snapshot. */
+  /** How to reach the replay thread, once it has said anything. */
   private send?: (message: FeedMessage) => void;
 
   constructor(
@@ -122,7 +123,7 @@ export class ChainFeed {
     const signal = this.controller.signal;
     const store = await this.store.catch(() => undefined);
     const base = await this.early.catch(() => undefined);
-    if (!store || !base) return; // the full snapshot's answer says why
+    if (!store || !base) return; // the store could not be opened: the full snapshot's answer says so
     let index = 0;
     const fetched = prefetchInOrder(
       chain.deltas,

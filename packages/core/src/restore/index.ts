@@ -1,6 +1,6 @@
 /**
  * Rebuilding a data dir from a store, the restore library every program uses (etcd-restore, bootstrap,
- * compaction): the plan (which full snapshot, which deltas), the replay in a child process of its own, the
+ * compaction): the plan (which full snapshot, which deltas), the replay in a worker thread of its own, the
  * member's data dir laid out and swapped in only when it verified.
  * May use: every folder before it (common/ … validation/).
  */

@@ -10,10 +10,10 @@ import type { TxnLimits } from '../replay/replay-events.js';
 import { ChainFeed } from './chain-feed.js';
 import type { ReplayMethod } from './replay-method.js';
 
-/** Everything the replay needs, as plain data: it crosses into the replay process. */
+/** Everything the replay needs, as plain data: it crosses into the replay thread. */
 export interface IsolatedReplayRequest {
   storeUrl: string;
-  /** The key file's path, never its keys: the replay process reads it itself. */
+  /** The key file's path, never its keys: whoever fetches reads it itself. */
   encryptionKeyFile?: string;
   chain: SnapshotChain;
   toRevision?: number;
@@ -38,11 +38,12 @@ export interface IsolatedReplayRequest {
 export type ReplayOutcome = ChainReplayResult;
 
 /**
- * The replay thread's heap: the young generation small (12 MB: 4 MiB semi-spaces), so that a stream of short-lived
- * events does not grow it (V8 otherwise sizes it to the allocation rate, ~64 MB), and the whole heap capped well
- * above what one revision needs (a txn is at most --max-request-bytes, 10 MiB by default).
+ * The replay thread's heap: a young generation of 48 MB (16 MiB semi-spaces), where a stream of short-lived events
+ * is collected without copying much (at 12 MB its scavenges took 0.75 s of the thread's 3.4 s on the benchmark
+ * suite's dataset; docs/performance.md), and the whole heap capped well above what one revision needs (a txn is at
+ * most --max-request-bytes, 10 MiB by default).
  */
-const HEAP_LIMITS = { maxYoungGenerationSizeMb: 12, maxOldGenerationSizeMb: 384 };
+const HEAP_LIMITS = { maxYoungGenerationSizeMb: 48, maxOldGenerationSizeMb: 384 };
 
 /**
  * Runs replayChain in a worker thread: its heap is bounded by HEAP_LIMITS, and goes back to the system when it ends

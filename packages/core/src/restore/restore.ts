@@ -25,7 +25,7 @@ import { planRestore, type RestorePlan, type RestoreRequest } from './restore-pl
 import { type VerifyMethod, verifyResult } from './result-verification.js';
 
 export interface RestoreOptions extends RestoreRequest {
-  /** The store's URL (`--store`): the replay process opens its own connection to it. */
+  /** The store's URL (`--store`): the restore opens its own connection to it. */
   store: string;
   dataDir: string;
   member: MemberConfig;
@@ -76,7 +76,6 @@ export interface RestoreResult {
   /** With `proveAgainst`: the proof against the live cluster. */
   proof?: ProofReport;
   durationMs: number;
-  /** Peak resident memory of this process, and of the replay (a child process); etcd's own is not included. */
   /** This process's peak RSS, the replay thread's included. */
   peakRssBytes: number;
 }
