@@ -59,6 +59,7 @@ export class FullSnapshots {
   private fullTimer?: NodeJS.Timeout;
   private readonly fullBackoff = new Backoff({ baseDelayMs: FULL_RETRY_MS, maxDelayMs: MAX_FULL_RETRY_MS });
   private readonly logger: Logger;
+  private stopped = false;
 
   constructor(private readonly options: FullSnapshotsOptions) {
     this.logger = options.logger;
@@ -69,7 +70,9 @@ export class FullSnapshots {
     this.armFullTimer(this.options.schedule.next(new Date()).getTime());
   }
 
+  /** No scheduled full snapshot starts from now on (shutdown takes its final one itself). */
   stop(): void {
+    this.stopped = true;
     clearTimeout(this.fullTimer);
   }
 
@@ -175,7 +178,8 @@ export class FullSnapshots {
 
   private armFullTimer(at: number): void {
     clearTimeout(this.fullTimer);
-    if (this.options.signal.aborted) return;
+    // a store found forked, a full snapshot that ended, while the term stops: not again
+    if (this.stopped || this.options.signal.aborted) return;
     const wait = Math.min(Math.max(at - Date.now(), 0), MAX_TIMER_MS);
     // Timers cannot wait longer than ~24.8 days; a monthly schedule re-arms until its time has come.
     this.fullTimer = setTimeout(() => (Date.now() >= at ? void this.scheduledFull() : this.armFullTimer(at)), wait);
