@@ -1,22 +1,19 @@
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { fetchDelta } from '../backup/fetch-delta.js';
-import { fetchFullSnapshot } from '../backup/fetch-full-snapshot.js';
 import type { CatalogEntry } from '../backup/snapshot-catalog.js';
 import type { SnapshotChain } from '../backup/snapshot-chain.js';
 import type { ParentChannel } from '../common/child-process.js';
 import { errorMessage, IntegrityError, OperationError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
-import { type Fetched, prefetchInOrder } from '../common/ordered-prefetch.js';
+import type { Fetched } from '../common/ordered-prefetch.js';
 import type { FullSnapshotFacts } from '../format/full-snapshot-check.js';
 import {
   baseFile,
   type ChainSource,
   deltaFile,
   type EarlyBase,
-  earlyBase,
+  storeSource,
   UnusableFullSnapshotError,
-  unusableFullSnapshot,
 } from '../replay/chain-source.js';
 import { openStore } from '../store/location.js';
 import type { SnapStore } from '../store/snapstore.js';
@@ -46,6 +43,7 @@ type FeedMessage =
 export class ChainFeed {
   private readonly controller = new AbortController();
   private readonly store: Promise<SnapStore>;
+  private readonly source: Promise<ChainSource>;
   private readonly full: Promise<FullSnapshotFacts>;
   private readonly early: Promise<EarlyBase>;
   private took = -1;
@@ -66,15 +64,22 @@ export class ChainFeed {
     },
   ) {
     const signal = this.controller.signal;
-    this.store = openStore(options.storeUrl, { encryptionKeyFile: options.encryptionKeyFile }).then(async (store) => {
+    this.store = openStore(options.storeUrl, { encryptionKeyFile: options.encryptionKeyFile });
+    // what the replay thread would fetch for itself, fetched here
+    this.source = this.store.then(async (store) => {
       await mkdir(dirname(deltaFile(options.workDir, options.chain.full)), { recursive: true });
-      return store;
+      return storeSource(store, {
+        chain: options.chain,
+        workDir: options.workDir,
+        maxFetchers: options.concurrency,
+        logger: options.logger,
+      });
     });
-    this.full = this.store.then((store) =>
-      fetchFullSnapshot(store, options.chain.full, baseFile(options.workDir), { logger: options.logger, signal }),
+    this.full = this.source.then((source) =>
+      source.fullSnapshot(options.chain.full, baseFile(options.workDir), signal),
     );
     this.full.catch(() => {}); // handed to the replay thread when it asks
-    this.early = this.store.then((store) => earlyBase(store, options.chain.full));
+    this.early = this.source.then((source) => source.earlyBase!());
     this.early.catch(() => {}); // likewise
     this.deltas = this.feedDeltas();
   }
@@ -96,16 +101,11 @@ export class ChainFeed {
   };
 
   private async answerFull(send: (message: FeedMessage) => void): Promise<void> {
-    const store = await this.store.catch(() => undefined);
-    const location = store?.location ?? this.options.storeUrl;
+    const location = (await this.source.catch(() => undefined))?.location ?? this.options.storeUrl;
     try {
       send({ type: 'full-in', location, facts: await this.full });
     } catch (err) {
-      send({
-        type: 'full-in',
-        location,
-        error: described(unusableFullSnapshot(err, `${location}/${this.options.chain.full.name}`)),
-      });
+      send({ type: 'full-in', location, error: described(err) });
     }
   }
 
@@ -119,20 +119,12 @@ export class ChainFeed {
   }
 
   private async feedDeltas(): Promise<void> {
-    const { chain, workDir } = this.options;
     const signal = this.controller.signal;
-    const store = await this.store.catch(() => undefined);
+    const source = await this.source.catch(() => undefined);
     const base = await this.early.catch(() => undefined);
-    if (!store || !base) return; // the store could not be opened: the full snapshot's answer says so
+    if (!source || !base) return; // the store could not be opened: the full snapshot's answer says so
     let index = 0;
-    const fetched = prefetchInOrder(
-      chain.deltas,
-      async (entry, fetchSignal) => {
-        await fetchDelta(store, entry, deltaFile(workDir, entry), { signal: fetchSignal, base });
-        return deltaFile(workDir, entry);
-      },
-      { concurrency: this.options.concurrency, signal, discard: (file) => rm(file, { force: true }) },
-    );
+    const fetched = source.deltaFiles(base, signal);
     try {
       for await (const outcome of fetched) {
         // handed over one at a time, once the replay thread is there and took the one before
