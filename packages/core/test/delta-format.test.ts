@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
@@ -82,6 +83,27 @@ describe('delta format (ebr-compatible)', () => {
       expect(await out).toEqual(raw);
       expect(encoder.bytes).toBe(raw.length - 32);
     }
+  });
+
+  it('splits events at the right braces whatever their strings escape, however the chunks fall', async () => {
+    const e: DeltaEvent = {
+      type: 'put',
+      key: Buffer.from('k'),
+      value: Buffer.from('v'),
+      createRevision: 5,
+      modRevision: 5,
+      version: 1,
+      lease: '0',
+      time: '2026-01-01T00:00:00Z',
+    };
+    // quotes, braces and backslash runs of both parities inside strings: none of them ends an event
+    const times = ['a\\"}{]', '\\\\', '"', '}\\', '\\\\\\"}'];
+    const elements = times.map((time) => encodeDeltaEvent(e).replace('"2026-01-01T00:00:00Z"', JSON.stringify(time)));
+    const json = Buffer.from(`[${elements.join(',')}]`);
+    const raw = Buffer.concat([json, createHash('sha256').update(json).digest()]);
+    const expected = elements.map((element) => decodeDeltaEvent(element));
+    expect(expected.map((event) => event.time)).toEqual(times);
+    for (let chunk = 1; chunk <= 40; chunk++) expect(await decode(raw, chunk)).toEqual(expected);
   });
 
   it('rejects damage and truncation', async () => {

@@ -12,6 +12,14 @@ v8.setFlagsFromString('--expose-gc');
 const collect = vm.runInNewContext('gc') as (options: { type: 'minor' | 'major' }) => void;
 
 /**
+ * Pages of a db read between forced young-generation collections by a pass over its pages (the full check, the
+ * keyspace's rows): each read is a fresh buffer, dead once its page is looked at, and V8 counts such buffers
+ * only loosely. Every 256 pages (1 MiB) the collections took a sixth of etcd-restore's verification; every 1024
+ * (4 MiB) they cost a third of that, for 3 MB more at the peak (docs/performance.md).
+ */
+export const PAGES_PER_COLLECTION = 1024;
+
+/**
  * Collects garbage now. A part of an upload (MiBs, alive until it is sent) outlives the young generation,
  * so only a full collection frees it; after each part that costs a few ms, while V8 left alone lets dead
  * parts reach ~64 MB before it collects.

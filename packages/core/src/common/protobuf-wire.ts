@@ -105,6 +105,8 @@ export class ProtoCursor {
   }
 
   private varint(): number {
+    // most of etcd's tags and lengths fit one byte: no object for them (a row's fields are read for every key)
+    if (this.at < this.end && this.msg[this.at] < 0x80) return this.msg[this.at++];
     const read = readSmallVarint(this.msg, this.at, this.end);
     if (!read) throw new Error('malformed protobuf varint');
     this.at = read.next;

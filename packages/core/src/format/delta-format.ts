@@ -113,6 +113,23 @@ export function encodeDelta(events: Iterable<DeltaEvent> | AsyncIterable<DeltaEv
   return source.pipe(encoder);
 }
 
+/** Bytes looked at one by one before a native search: a native call costs more than a field name's few bytes. */
+const SHORT_STRING = 24;
+
+/** The next `"` in `chunk` from `from`, or -1. */
+function nextQuote(chunk: Buffer, from: number): number {
+  const short = Math.min(chunk.length, from + SHORT_STRING);
+  for (let i = from; i < short; i++) if (chunk[i] === 0x22) return i;
+  return short === chunk.length ? -1 : chunk.indexOf(0x22, short);
+}
+
+/** How many backslashes come right before `at`, back to `from`. */
+function backslashesBefore(chunk: Buffer, at: number, from: number): number {
+  let i = at;
+  while (i > from && chunk[i - 1] === 0x5c) i--;
+  return at - i;
+}
+
 /**
  * Splits a delta's bytes (decompressed) into events, and fails at the end unless the trailer is the sha256 of the
  * JSON. Events come out before the check, so a caller that must not act on a damaged delta verifies it first
@@ -178,14 +195,12 @@ export class DeltaParser {
           this.escaped = false;
           continue;
         }
-        // Base64 values are most of a delta: jump to the closing quote (or an escape) at native speed.
-        const quote = chunk.indexOf(0x22, i);
-        const end = quote === -1 ? chunk.length : quote;
-        const backslash = chunk.subarray(i, end).indexOf(0x5c);
-        if (backslash !== -1) {
-          i += backslash;
-          this.escaped = true;
-        } else if (quote === -1) {
+        // Base64 values are most of a delta: jump from quote to quote. A quote ends the string unless an odd run
+        // of backslashes escapes it; the run ending a chunk escapes the next chunk's first byte.
+        let quote = nextQuote(chunk, i);
+        while (quote !== -1 && backslashesBefore(chunk, quote, i) % 2 === 1) quote = nextQuote(chunk, quote + 1);
+        if (quote === -1) {
+          this.escaped = backslashesBefore(chunk, chunk.length, i) % 2 === 1;
           i = chunk.length - 1;
         } else {
           i = quote;

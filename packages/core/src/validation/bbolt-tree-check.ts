@@ -12,13 +12,11 @@ import {
 } from '../bbolt/bbolt-file.js';
 import { isTombstoneKey } from '../bbolt/revision-key.js';
 import { IntegrityError } from '../common/errors.js';
-import { collectGarbage } from '../common/memory-bound.js';
+import { collectGarbage, PAGES_PER_COLLECTION } from '../common/memory-bound.js';
 
 const FREELIST_PAGE = 0x10;
 /** bbolt trees are a few levels deep; anything deeper is a cycle through damaged page ids. */
 const MAX_DEPTH = 64;
-/** Pages read between young-generation collections: each read is a fresh buffer, dead once its page is checked. */
-const PAGES_PER_COLLECTION = 256;
 
 /**
  * bbolt's tx.Check, page by page (docs/etcd-formats.md §2.6): every page reachable from the root at most once

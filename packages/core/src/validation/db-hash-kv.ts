@@ -3,7 +3,7 @@ import { BboltReader, type BucketValue, leafElements } from '../bbolt/bbolt-file
 import { compactionMarks, storeRevision } from '../bbolt/db-file-revision.js';
 import { isTombstoneKey, mainRevision } from '../bbolt/revision-key.js';
 import { IntegrityError, UsageError } from '../common/errors.js';
-import { collectGarbage } from '../common/memory-bound.js';
+import { collectGarbage, PAGES_PER_COLLECTION } from '../common/memory-bound.js';
 import { crc32c } from '../wal/crc32c.js';
 import { userKey } from './db-keyspace.js';
 import { NewestRows } from './newest-rows.js';
@@ -29,8 +29,6 @@ export interface DbHashKVOptions {
 
 /** The Map of keys held before a sorted run goes to disk (as the restore's keyspace read). */
 const MEMORY_BUDGET = 32 << 20;
-/** Pages read between young-generation collections: each read is a fresh buffer, dead at once. */
-const PAGES_PER_COLLECTION = 256;
 const KEY_BUCKET = Buffer.from('key');
 
 /** What a db's history allows: its revision and the compaction it went through (0: none). */

@@ -3,7 +3,7 @@ import { BboltReader, leafElements } from '../bbolt/bbolt-file.js';
 import { storeRevision } from '../bbolt/db-file-revision.js';
 import { isTombstoneKey, mainRevision } from '../bbolt/revision-key.js';
 import { IntegrityError } from '../common/errors.js';
-import { collectGarbage } from '../common/memory-bound.js';
+import { collectGarbage, PAGES_PER_COLLECTION } from '../common/memory-bound.js';
 import { FingerprintHash, type KeyspaceFingerprint } from '../etcd/keyspace-fingerprint.js';
 import { keyValue, LiveRowDigests } from './live-row-digests.js';
 import { NewestRows } from './newest-rows.js';
@@ -17,8 +17,6 @@ export interface DbKeyspace {
 
 /** The Map of keys held before a sorted run goes to disk: ~250k keys of Kubernetes' length. */
 const MEMORY_BUDGET = 32 << 20;
-/** Pages read between young-generation collections: each read is a fresh buffer, dead at once. */
-const PAGES_PER_COLLECTION = 256;
 
 /**
  * The keyspace an etcd db holds, read from the file without etcd (docs/etcd-formats.md §3.2): the `key`

@@ -1,6 +1,6 @@
 import { type BboltReader, leafElements } from '../bbolt/bbolt-file.js';
 import { IntegrityError } from '../common/errors.js';
-import { collectGarbage } from '../common/memory-bound.js';
+import { collectGarbage, PAGES_PER_COLLECTION } from '../common/memory-bound.js';
 import { ProtoCursor } from '../common/protobuf-wire.js';
 import { type FingerprintedKey, KEY_DIGEST_BYTES, writeKeyDigest } from '../etcd/keyspace-fingerprint.js';
 
@@ -11,13 +11,11 @@ const MAX_GAP_PAGES = 8;
 /** ...up to this many bytes. */
 const SPAN_BYTES = 256 << 10;
 /**
- * Pages parsed between young-generation collections. Each row leaves short-lived objects (its elements, fields,
- * digest text) at a rate that makes V8 grow the young generation to 32 MB if left alone; collected every 256
- * pages it stays at a few.
+ * Rows taken between young-generation collections. Each row leaves short-lived objects (its elements, fields,
+ * digest text) at a rate that makes V8 grow the young generation to 32 MB if left alone; pages read are
+ * collected every PAGES_PER_COLLECTION, as every pass over a db's pages does.
  */
-const PAGES_PER_COLLECTION = 256;
-/** Rows taken between young-generation collections, for the same reason: the key index's walk leaves its own. */
-const ROWS_PER_COLLECTION = 1024;
+const ROWS_PER_COLLECTION = 4096;
 /** A row's place as one number: its page times this, plus its element (a page holds fewer than 2^16). */
 const ELEMENTS = 65536;
 
@@ -138,14 +136,17 @@ class PageSpans {
   }
 }
 
+/** An absent field's bytes, shared: a row is read for every key of the db. */
+const EMPTY = Buffer.alloc(0);
+
 /**
  * A `key` bucket row's mvccpb.KeyValue: key 1, create_revision 2, mod_revision 3, version 4, value 5 (lease 6 is
  * not fingerprinted); every row, a tombstone's too, holds a key.
  */
 export function keyValue(value: Buffer, page: number | undefined, element: number): FingerprintedKey {
   const kv: FingerprintedKey = {
-    key: Buffer.alloc(0),
-    value: Buffer.alloc(0),
+    key: EMPTY,
+    value: EMPTY,
     createRevision: 0,
     modRevision: 0,
     version: 0,

@@ -10,7 +10,6 @@ export interface RowPlace {
 
 /** A key's newest row, and whether the key was live at the earlier revision asked about. */
 export interface NewestRow extends RowPlace {
-  key: Buffer;
   tombstone: boolean;
   liveAtEarlier: boolean;
 }
@@ -64,7 +63,7 @@ export class NewestRows {
   /** Every key once, in key order (bytewise, as etcd orders keys), with its newest row. */
   *inKeyOrder(): Generator<NewestRow> {
     if (this.runs.length === 0) {
-      for (const name of [...this.current.keys()].sort()) yield toRow(name, this.current.get(name) as Entry);
+      for (const name of [...this.current.keys()].sort()) yield toRow(this.current.get(name) as Entry);
       return;
     }
     if (this.current.size > 0) this.spill();
@@ -82,7 +81,7 @@ export class NewestRows {
           merged = { ...head.entry, earlier };
           r.advance();
         }
-        yield toRow(least, merged as Entry);
+        yield toRow(merged as Entry);
       }
     } finally {
       for (const r of readers) r.close();
@@ -128,9 +127,8 @@ export class NewestRows {
   }
 }
 
-function toRow(name: string, entry: Entry): NewestRow {
+function toRow(entry: Entry): NewestRow {
   return {
-    key: Buffer.from(name, 'latin1'),
     page: entry.page === INLINE ? undefined : entry.page,
     element: entry.element,
     tombstone: entry.tombstone,
