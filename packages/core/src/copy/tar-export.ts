@@ -4,7 +4,6 @@ import { rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { Transform, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import tar from 'tar-stream';
 import { type CatalogEntry, listSnapshots } from '../backup/snapshot-catalog.js';
 import { OperationError } from '../common/errors.js';
 import { fsyncPath } from '../common/fsync-path.js';
@@ -16,7 +15,13 @@ import { openStore } from '../store/location.js';
 import { type BackupFilters, checkFilters, filtering, selectBackups } from './backup-selection.js';
 import { objectMetadata } from './copy-object.js';
 import { CopyProgress } from './copy-progress.js';
-import { buildManifest, MANIFEST_ENTRY, type ManifestEncryption, OBJECTS_FOLDER } from './tar-manifest.js';
+import {
+  buildManifest,
+  loadTarStream,
+  MANIFEST_ENTRY,
+  type ManifestEncryption,
+  OBJECTS_FOLDER,
+} from './tar-manifest.js';
 import { readEnvelope, tarObjectCheck } from './tar-object-check.js';
 import { VerifiedBody } from './verified-body.js';
 
@@ -77,7 +82,7 @@ export async function exportBackups(options: ExportOptions): Promise<ExportSumma
     const manifestBytes = Buffer.from(JSON.stringify(manifest, null, 1));
     const bytes = selection.reduce((n, e) => n + e.size, 0);
     const progress = new CopyProgress(logger, 'export', selection.length, bytes);
-    const pack = tar.pack();
+    const pack = (await loadTarStream()).pack();
     const write = async (output: Writable, end: boolean) => {
       const packing = pipeline(pack, output, { end, signal: options.signal });
       try {

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import tar from 'tar-stream';
+import type tar from 'tar-stream';
 import { listSnapshots } from '../backup/snapshot-catalog.js';
 import { errorMessage, IntegrityError, StewardError } from '../common/errors.js';
 import { type Logger, silentLogger } from '../common/logger.js';
@@ -15,6 +15,7 @@ import type { DamagedObject } from './copy-backups.js';
 import { alreadyHeld } from './copy-object.js';
 import { CopyProgress } from './copy-progress.js';
 import {
+  loadTarStream,
   MANIFEST_ENTRY,
   MAX_MANIFEST_BYTES,
   type ManifestObject,
@@ -59,7 +60,7 @@ export interface ImportSummary {
  * Encrypted snapshots are stored as they are; with keys, a missing or wrong key stops the import before it writes.
  */
 export async function importBackups(options: ImportOptions): Promise<ImportSummary> {
-  const extract = tar.extract();
+  const extract = (await loadTarStream()).extract();
   try {
     return await importFrom(extract, options);
   } finally {

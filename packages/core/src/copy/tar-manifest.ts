@@ -4,6 +4,11 @@ import { checkEnvelopeHeader } from '../format/encryption/envelope-header.js';
 import { parseSnapshotName } from '../format/snapshot-name.js';
 import { checkMetadata } from '../store/metadata.js';
 
+/** tar-stream, loaded when a tar is written or read: no other work of the programs needs it at start-up. */
+export async function loadTarStream(): Promise<typeof import('tar-stream')> {
+  return (await import('tar-stream')).default;
+}
+
 /** The first entry of an exported tar file; the snapshots follow as `objects/<object name>`. */
 export const MANIFEST_ENTRY = 'etcd-copy-backups.json';
 export const OBJECTS_FOLDER = 'objects/';
