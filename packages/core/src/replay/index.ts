@@ -10,3 +10,4 @@ export * from './etcd-backend-records.js';
 export * from './replay-chain.js';
 export * from './replay-engine.js';
 export * from './replay-events.js';
+export * from './store-source.js';

@@ -2,7 +2,7 @@ import type { Logger } from '../common/logger.js';
 import type { EtcdBinaries } from '../etcd/etcd-binaries.js';
 import { DirectReplayEngine } from '../replay/direct-replay-engine.js';
 import type { ReplayEngine } from '../replay/replay-engine.js';
-import { GrpcReplayEngine, type TxnLimits } from '../replay/replay-events.js';
+import type { TxnLimits } from '../replay/replay-events.js';
 
 /**
  * How deltas are replayed. Both produce the same data — identical rows in etcd's `key` bucket — which the
@@ -13,14 +13,17 @@ export type ReplayMethod = 'direct' | 'grpc';
 
 export const REPLAY_METHODS: readonly ReplayMethod[] = ['direct', 'grpc'];
 
-export function createReplayEngine(
+/** The engine for `method`; the gRPC one (etcd's client, a private etcd) is loaded only when asked for. */
+export async function createReplayEngine(
   method: ReplayMethod,
   options: { binaries: EtcdBinaries; workDir: string; limits?: TxnLimits; leaseTtl?: number; logger?: Logger },
-): ReplayEngine {
+): Promise<ReplayEngine> {
   switch (method) {
     case 'direct':
       return new DirectReplayEngine({ leaseTtl: options.leaseTtl });
-    case 'grpc':
+    case 'grpc': {
+      const { GrpcReplayEngine } = await import('../replay/replay-events.js');
       return new GrpcReplayEngine(options);
+    }
   }
 }
