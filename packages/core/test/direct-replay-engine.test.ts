@@ -13,12 +13,11 @@ import { keyspaceFingerprint } from '../src/etcd/keyspace-fingerprint.js';
 import { layOutMemberDataDir } from '../src/etcd/member-layout.js';
 import { inspectDataDir, inspectSnapshotFile } from '../src/etcd/snapshot-inspection.js';
 import { runSnapshotRestore } from '../src/etcd/snapshot-restore-command.js';
-import type { EarlyBase } from '../src/replay/chain-source.js';
+import { type EarlyBase, storeSource } from '../src/replay/chain-source.js';
 import { DirectReplayEngine } from '../src/replay/direct-replay-engine.js';
 import { replayChain } from '../src/replay/replay-chain.js';
 import { BaseNotAsPreparedError, type ReplayEngine } from '../src/replay/replay-engine.js';
 import { GrpcReplayEngine } from '../src/replay/replay-events.js';
-import { storeSource } from '../src/replay/store-source.js';
 import { LocalStore } from '../src/store/local.js';
 
 /** The names of the buckets in a db or snapshot file. */

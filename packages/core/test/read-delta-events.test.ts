@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { readDeltaEvents } from '../src/backup/delta-file-events.js';
+import { readDeltaEvents } from '../src/backup/fetch-delta.js';
 import type { CatalogEntry } from '../src/backup/snapshot-catalog.js';
 import { type DeltaEvent, encodeDelta } from '../src/format/delta-format.js';
 

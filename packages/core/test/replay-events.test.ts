@@ -12,10 +12,10 @@ import { findEtcdBinaries } from '../src/etcd/etcd-binaries.js';
 import { type KeyspaceFingerprint, keyspaceFingerprint } from '../src/etcd/keyspace-fingerprint.js';
 import { inspectSnapshotFile } from '../src/etcd/snapshot-inspection.js';
 import type { Revision } from '../src/format/delta-revisions.js';
+import { storeSource } from '../src/replay/chain-source.js';
 import { replayChain } from '../src/replay/replay-chain.js';
 import type { ReplayEngine } from '../src/replay/replay-engine.js';
 import { GrpcReplayEngine } from '../src/replay/replay-events.js';
-import { storeSource } from '../src/replay/store-source.js';
 import { LocalStore } from '../src/store/local.js';
 
 /** Delays the first revision, so that a replay outlasts the short lease in the full snapshot. */

@@ -6,8 +6,7 @@ import type { EtcdConnection } from '../etcd/etcd-client.js';
 import { WatchCompactedError, watchRevisions } from '../etcd/etcd-watch.js';
 import type { DeltaEvent } from '../format/delta-format.js';
 import type { SnapStore } from '../store/snapstore.js';
-import { readDeltaEvents } from './delta-file-events.js';
-import { fetchDelta } from './fetch-delta.js';
+import { fetchDelta, readDeltaEvents } from './fetch-delta.js';
 import type { CatalogEntry } from './snapshot-catalog.js';
 
 /**

@@ -5,8 +5,7 @@ import { OperationError } from '../common/errors.js';
 import { groupRevisions } from '../format/delta-revisions.js';
 import { parseRfc3339Nanos } from '../format/event-time.js';
 import type { SnapStore } from '../store/snapstore.js';
-import { readDeltaEvents } from './delta-file-events.js';
-import { fetchDelta } from './fetch-delta.js';
+import { fetchDelta, readDeltaEvents } from './fetch-delta.js';
 import type { CatalogEntry } from './snapshot-catalog.js';
 import type { SnapshotChain } from './snapshot-chain.js';
 

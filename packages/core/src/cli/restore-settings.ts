@@ -2,7 +2,7 @@ import type { Argv } from 'yargs';
 import { UsageError } from '../common/errors.js';
 import { clusterMembers, type MemberConfig } from '../etcd/snapshot-restore-command.js';
 import { parseRfc3339Nanos } from '../format/event-time.js';
-import { DEFAULT_REPLAYED_LEASE_TTL } from '../replay/replay-engine.js';
+import { DEFAULT_REPLAYED_LEASE_TTL } from '../replay/replay-events.js';
 import type { ReplayMethod } from '../restore/replay-method.js';
 import type { RestoreOptions } from '../restore/restore.js';
 import type { VerifyMethod } from '../restore/result-verification.js';

@@ -1,15 +1,20 @@
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fetchDelta } from '../backup/fetch-delta.js';
+import { fetchFullSnapshot, isUnusableFullSnapshot, recordedDbSize } from '../backup/fetch-full-snapshot.js';
 import type { CatalogEntry } from '../backup/snapshot-catalog.js';
-import { IntegrityError } from '../common/errors.js';
-import type { Fetched } from '../common/ordered-prefetch.js';
-import type { ChainBase } from '../format/decompressed-limit.js';
+import type { SnapshotChain } from '../backup/snapshot-chain.js';
+import { errorMessage, IntegrityError } from '../common/errors.js';
+import type { Logger } from '../common/logger.js';
+import { type Fetched, prefetchInOrder } from '../common/ordered-prefetch.js';
+import { type ChainBase, decompressedLimit } from '../format/decompressed-limit.js';
 import type { FullSnapshotFacts } from '../format/full-snapshot-check.js';
+import type { SnapStore } from '../store/snapstore.js';
 
 /**
- * Where a replay's files come from: fetched, decompressed and checked from the store in the replaying thread
- * (store-source.ts), or by another thread that hands the files over (restore/chain-feed.ts), so that the thread
- * that replays loads neither a store's client nor a decompressor (this module holds what both share), and fetching
- * runs beside the replay.
+ * Where a replay's files come from: fetched, decompressed and checked from the store in the replaying process
+ * (storeSource), or by another process that hands the files over (restore/chain-feed.ts), so that the process
+ * that replays loads neither a store's client nor a decompressor, and fetching runs beside the replay.
  */
 export interface ChainSource {
   /** The store, as messages name it. */
@@ -38,8 +43,54 @@ export interface EarlyBase extends ChainBase {
   recorded: boolean;
 }
 
+export async function earlyBase(store: SnapStore, full: CatalogEntry): Promise<EarlyBase> {
+  // a stat that fails leaves the looser bound: the full snapshot's own fetch says what is wrong with the store
+  const recorded = await recordedDbSize(store, full).catch(() => undefined);
+  return {
+    revision: full.lastRevision,
+    dbSize: decompressedLimit(full.size, recorded),
+    recorded: recorded !== undefined,
+  };
+}
+
 /** The full snapshot of a chain failed verification, or is gone: a caller may fall back to an older chain. */
 export class UnusableFullSnapshotError extends IntegrityError {}
+
+/**
+ * A full snapshot's fetch that failed because the full cannot start a chain (fetch-full-snapshot.ts's
+ * isUnusableFullSnapshot) as an UnusableFullSnapshotError naming it; any other failure (the store's, the disk's) as it is.
+ */
+export function unusableFullSnapshot(err: unknown, label: string): unknown {
+  if (err instanceof UnusableFullSnapshotError || !isUnusableFullSnapshot(err)) return err;
+  const reason = err instanceof IntegrityError ? err.message : `${label}: ${errorMessage(err)}`;
+  return new UnusableFullSnapshotError(reason, { cause: err });
+}
+
+/** The store's objects fetched by the replaying process itself, `maxFetchers` deltas ahead. */
+export function storeSource(
+  store: SnapStore,
+  options: { chain: SnapshotChain; workDir: string; maxFetchers: number; logger?: Logger },
+): ChainSource {
+  const { workDir, maxFetchers, logger } = options;
+  const { full: chainFull, deltas } = options.chain;
+  return {
+    location: store.location,
+    earlyBase: () => earlyBase(store, chainFull),
+    fullSnapshot: (entry, file, signal) =>
+      fetchFullSnapshot(store, entry, file, { logger, signal }).catch((err: unknown) => {
+        throw unusableFullSnapshot(err, `${store.location}/${entry.name}`);
+      }),
+    deltaFiles: (base, signal) =>
+      prefetchInOrder(
+        deltas,
+        async (entry, fetchSignal) => {
+          await fetchDelta(store, entry, deltaFile(workDir, entry), { signal: fetchSignal, base });
+          return deltaFile(workDir, entry);
+        },
+        { concurrency: maxFetchers, signal, discard: (file) => rm(file, { force: true }) },
+      ),
+  };
+}
 
 /** Where a delta's decompressed file goes in a replay's work dir. */
 export function deltaFile(workDir: string, entry: CatalogEntry): string {

@@ -10,12 +10,8 @@ import type { Revision } from '../format/delta-revisions.js';
 import { type FullSnapshotFacts, SNAPSHOT_TRAILER } from '../format/full-snapshot-check.js';
 import { appendSha256Trailer } from '../format/sha256-trailer.js';
 import { eventRecord, leaseRecord } from './etcd-backend-records.js';
-import {
-  BaseNotAsPreparedError,
-  DEFAULT_REPLAYED_LEASE_TTL,
-  type PreparedBase,
-  type ReplayEngine,
-} from './replay-engine.js';
+import { BaseNotAsPreparedError, type PreparedBase, type ReplayEngine } from './replay-engine.js';
+import { DEFAULT_REPLAYED_LEASE_TTL } from './replay-events.js';
 
 /**
  * Writes the revisions straight into a bbolt db — the full snapshot's file — as etcd's mvcc would have stored

@@ -10,4 +10,3 @@ export * from './etcd-backend-records.js';
 export * from './replay-chain.js';
 export * from './replay-engine.js';
 export * from './replay-events.js';
-export * from './store-source.js';

@@ -1,6 +1,6 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { readDeltaEvents } from '../backup/delta-file-events.js';
+import { readDeltaEvents } from '../backup/fetch-delta.js';
 import type { CatalogEntry } from '../backup/snapshot-catalog.js';
 import type { SnapshotChain } from '../backup/snapshot-chain.js';
 import { errorMessage, IntegrityError, OperationError } from '../common/errors.js';

@@ -50,9 +50,3 @@ export interface PreparedBase {
  * other pages): the revisions applied before it are of no use, and the chain is replayed again without preparing.
  */
 export class BaseNotAsPreparedError extends OperationError {}
-
-/**
- * A lease granted during replay for a lease ID the full snapshot does not have: the events name the lease but
- * not its TTL. One hour outlives any replay; afterwards it is the longest such a key can outlive its owner.
- */
-export const DEFAULT_REPLAYED_LEASE_TTL = 3600;

@@ -16,7 +16,7 @@ import { EtcdProcess } from '../etcd/spawned-etcd.js';
 import type { DeltaEvent } from '../format/delta-format.js';
 import type { Revision } from '../format/delta-revisions.js';
 import { FullSnapshotCheck, type FullSnapshotFacts } from '../format/full-snapshot-check.js';
-import { DEFAULT_REPLAYED_LEASE_TTL, type ReplayEngine } from './replay-engine.js';
+import type { ReplayEngine } from './replay-engine.js';
 
 /** How large one txn may be: the private etcd is started with these, and a revision that exceeds them fails. */
 export interface TxnLimits {
@@ -26,6 +26,12 @@ export interface TxnLimits {
 
 /** ebr's defaults for its embedded etcd, so that stores ebr restored restore here too. */
 export const DEFAULT_TXN_LIMITS: TxnLimits = { maxTxnOps: 10 * 1024, maxRequestBytes: 10 * 1024 * 1024 };
+
+/**
+ * A lease granted during replay for a lease ID the full snapshot does not have: the events name the lease but
+ * not its TTL. One hour outlives any replay; afterwards it is the longest such a key can outlive its owner.
+ */
+export const DEFAULT_REPLAYED_LEASE_TTL = 3600;
 
 /**
  * Applies revisions to an etcd over gRPC: each revision is one txn of its events in their original order, so

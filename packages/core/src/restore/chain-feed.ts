@@ -1,16 +1,25 @@
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import type { CatalogEntry } from '../backup/snapshot-catalog.js';
 import type { SnapshotChain } from '../backup/snapshot-chain.js';
+import type { ParentChannel } from '../common/child-process.js';
+import { errorMessage, IntegrityError, OperationError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
+import type { Fetched } from '../common/ordered-prefetch.js';
 import type { FullSnapshotFacts } from '../format/full-snapshot-check.js';
-import { baseFile, type ChainSource, deltaFile, type EarlyBase } from '../replay/chain-source.js';
-import { storeSource } from '../replay/store-source.js';
+import {
+  baseFile,
+  type ChainSource,
+  deltaFile,
+  type EarlyBase,
+  storeSource,
+  UnusableFullSnapshotError,
+} from '../replay/chain-source.js';
 import { openStore } from '../store/location.js';
 import type { SnapStore } from '../store/snapstore.js';
-import { described, type FeedMessage } from './feed-messages.js';
 
 /*
- * A restore's chain fetched by the restore's own thread and handed to the replay thread (chain-from-parent.ts) file by file, so that the
+ * A restore's chain fetched by the restore's own thread and handed to the replay thread file by file, so that the
  * replay thread loads neither a store's client nor a decompressor, and fetching runs beside it: the full snapshot
  * and the first deltas from the moment the feed starts (while the replay thread starts), the other deltas while
  * it replays (fetching one, reading, decompressing and its sha256 checks, costs about half what replaying it does).
@@ -20,6 +29,15 @@ import { described, type FeedMessage } from './feed-messages.js';
  * `concurrency` ahead, and the next is handed over only once the replay took the one before (`took`), so the disk
  * holds `concurrency` + 1 delta files, as a replay that fetches for itself holds.
  */
+
+type Described = { name: string; message: string };
+type FeedMessage =
+  | { type: 'early' }
+  | { type: 'early-in'; base?: EarlyBase; error?: Described }
+  | { type: 'full' }
+  | { type: 'full-in'; location: string; facts?: FullSnapshotFacts; error?: Described }
+  | { type: 'took'; index: number }
+  | { type: 'delta'; index: number; file?: string; error?: Described };
 
 /** The restore's side: started with the replay thread, stopped when the replay has ended. */
 export class ChainFeed {
@@ -125,4 +143,85 @@ export class ChainFeed {
       // stopped: the replay has ended
     }
   }
+}
+
+/**
+ * The replay thread's side: its ChainSource, from the restore's thread (the store as `storeUrl` names it, until the
+ * restore says how it does). Each kind of answer waits in a queue of its own: the deltas may come before the full
+ * snapshot.
+ */
+export function chainFromParent(parent: ParentChannel, storeUrl: string, deltas: readonly CatalogEntry[]): ChainSource {
+  const arrived = new Map<string, FeedMessage[]>();
+  // the full snapshot and the deltas are waited for at once: every waiter looks again when anything arrives
+  const waiting = new Set<() => void>();
+  const wakeAll = () => {
+    for (const wake of waiting) wake();
+    waiting.clear();
+  };
+  parent.onMessage((message) => {
+    if (message.type !== 'delta' && message.type !== 'full-in' && message.type !== 'early-in') return;
+    arrived.set(message.type, [...(arrived.get(message.type) ?? []), message as FeedMessage]);
+    wakeAll();
+  });
+  async function next<T extends FeedMessage['type']>(
+    type: T,
+    signal?: AbortSignal,
+  ): Promise<Extract<FeedMessage, { type: T }>> {
+    signal?.addEventListener('abort', wakeAll);
+    try {
+      for (;;) {
+        const queue = arrived.get(type);
+        if (queue?.length) return queue.shift() as Extract<FeedMessage, { type: T }>;
+        signal?.throwIfAborted();
+        await new Promise<void>((resolve) => waiting.add(resolve));
+      }
+    } finally {
+      signal?.removeEventListener('abort', wakeAll);
+    }
+  }
+  let location = storeUrl;
+  return {
+    get location() {
+      return location;
+    },
+    async earlyBase(signal) {
+      parent.send({ type: 'early' } satisfies FeedMessage);
+      const m = await next('early-in', signal);
+      if (m.error) throw revived(m.error);
+      return m.base!;
+    },
+    async fullSnapshot(_entry, _file, signal) {
+      parent.send({ type: 'full' } satisfies FeedMessage);
+      const m = await next('full-in', signal);
+      location = m.location;
+      if (m.error) throw revived(m.error);
+      return m.facts!;
+    },
+    async *deltaFiles(_base, signal): AsyncIterable<Fetched<CatalogEntry, string>> {
+      for (let index = 0; index < deltas.length; index++) {
+        const m = await next('delta', signal);
+        if (m.index !== index) throw new OperationError(`the restore handed delta ${m.index} over for ${index}`);
+        parent.send({ type: 'took', index } satisfies FeedMessage);
+        yield m.error === undefined
+          ? { item: deltas[index], value: m.file! }
+          : { item: deltas[index], error: revived(m.error) };
+      }
+    },
+  };
+}
+
+function described(err: unknown): Described {
+  return {
+    name: err instanceof UnusableFullSnapshotError ? 'UnusableFullSnapshotError' : ((err as Error)?.name ?? 'Error'),
+    message: errorMessage(err),
+  };
+}
+
+/** The error as replayChain tells them apart: an unusable full snapshot, damage (IntegrityError), a missing object (by name), or other. */
+function revived(error: Described): Error {
+  if (error.name === 'UnusableFullSnapshotError') return new UnusableFullSnapshotError(error.message);
+  if (error.name === 'IntegrityError') return new IntegrityError(error.message);
+  const revived = new OperationError(error.message);
+  revived.name = error.name;
+  return revived;
 }

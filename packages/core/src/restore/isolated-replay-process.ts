@@ -2,7 +2,7 @@ import { serveParent } from '../common/child-process.js';
 import type { ChainSource } from '../replay/chain-source.js';
 import { replayChain } from '../replay/replay-chain.js';
 import type { SnapStore } from '../store/snapstore.js';
-import { chainFromParent } from './chain-from-parent.js';
+import { chainFromParent } from './chain-feed.js';
 import type { IsolatedReplayRequest, ReplayOutcome } from './isolated-replay.js';
 import { createReplayEngine } from './replay-method.js';
 
@@ -15,7 +15,7 @@ serveParent(async (request: IsolatedReplayRequest, logger, signal, parent): Prom
     source = chainFromParent(parent, request.storeUrl, request.chain.deltas);
   } else {
     const { openStore } = await import('../store/location.js');
-    const { storeSource } = await import('../replay/store-source.js');
+    const { storeSource } = await import('../replay/chain-source.js');
     store = await openStore(request.storeUrl, { encryptionKeyFile: request.encryptionKeyFile });
     source = storeSource(store, {
       chain: request.chain,
@@ -30,7 +30,7 @@ serveParent(async (request: IsolatedReplayRequest, logger, signal, parent): Prom
       chain: request.chain,
       toRevision: request.toRevision,
       workDir: request.workDir,
-      engine: await createReplayEngine(request.method, {
+      engine: createReplayEngine(request.method, {
         binaries: request.binaries,
         workDir: request.engineDir,
         limits: request.limits,

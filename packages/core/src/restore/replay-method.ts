@@ -2,7 +2,7 @@ import type { Logger } from '../common/logger.js';
 import type { EtcdBinaries } from '../etcd/etcd-binaries.js';
 import { DirectReplayEngine } from '../replay/direct-replay-engine.js';
 import type { ReplayEngine } from '../replay/replay-engine.js';
-import type { TxnLimits } from '../replay/replay-events.js';
+import { GrpcReplayEngine, type TxnLimits } from '../replay/replay-events.js';
 
 /**
  * How deltas are replayed. Both produce the same data — identical rows in etcd's `key` bucket — which the
@@ -13,17 +13,14 @@ export type ReplayMethod = 'direct' | 'grpc';
 
 export const REPLAY_METHODS: readonly ReplayMethod[] = ['direct', 'grpc'];
 
-/** The engine for `method`; the gRPC one (etcd's client, a private etcd) is loaded only when asked for. */
-export async function createReplayEngine(
+export function createReplayEngine(
   method: ReplayMethod,
   options: { binaries: EtcdBinaries; workDir: string; limits?: TxnLimits; leaseTtl?: number; logger?: Logger },
-): Promise<ReplayEngine> {
+): ReplayEngine {
   switch (method) {
     case 'direct':
       return new DirectReplayEngine({ leaseTtl: options.leaseTtl });
-    case 'grpc': {
-      const { GrpcReplayEngine } = await import('../replay/replay-events.js');
+    case 'grpc':
       return new GrpcReplayEngine(options);
-    }
   }
 }
