@@ -38,12 +38,13 @@ export interface IsolatedReplayRequest {
 export type ReplayOutcome = ChainReplayResult;
 
 /**
- * The replay thread's heap: a young generation of 48 MB (16 MiB semi-spaces), where a stream of short-lived events
- * is collected without copying much (at 12 MB its scavenges took 0.75 s of the thread's 3.4 s on the benchmark
- * suite's dataset; docs/performance.md), and the whole heap capped well above what one revision needs (a txn is at
- * most --max-request-bytes, 10 MiB by default).
+ * The replay thread's heap: a young generation of 12 MB (4 MiB semi-spaces, as etcd-restore's own thread has; V8
+ * applies a process's --max-semi-space-size over a worker's limits in any case), where a stream of short-lived
+ * events is collected young — 24 and 48 MB measured no faster for the restore or the compaction of the benchmark
+ * suite's chain — and the whole heap capped well above what one revision needs (a txn is at most
+ * --max-request-bytes, 10 MiB by default).
  */
-const HEAP_LIMITS = { maxYoungGenerationSizeMb: 48, maxOldGenerationSizeMb: 384 };
+const HEAP_LIMITS = { maxYoungGenerationSizeMb: 12, maxOldGenerationSizeMb: 384 };
 
 /**
  * Runs replayChain in a worker thread: its heap is bounded by HEAP_LIMITS, and goes back to the system when it ends
