@@ -25,6 +25,21 @@ async function decode(bytes: Buffer, chunk = bytes.length): Promise<DeltaEvent[]
   return out;
 }
 
+/** A put of key `k` at revision 5, with what the test changes. */
+function putEvent(changes: Partial<DeltaEvent> = {}): DeltaEvent {
+  return {
+    type: 'put',
+    key: Buffer.from('k'),
+    value: Buffer.from('v'),
+    createRevision: 5,
+    modRevision: 5,
+    version: 1,
+    lease: '0',
+    time: '2026-01-01T00:00:00Z',
+    ...changes,
+  };
+}
+
 async function collect(r: Readable): Promise<Buffer> {
   const parts: Buffer[] = [];
   for await (const c of r) parts.push(c);
@@ -57,16 +72,7 @@ describe('delta format (ebr-compatible)', () => {
   });
 
   it('keeps lease IDs beyond 2^53 exact', async () => {
-    const e: DeltaEvent = {
-      type: 'put',
-      key: Buffer.from('k'),
-      value: Buffer.from('v'),
-      createRevision: 5,
-      modRevision: 5,
-      version: 1,
-      lease: '7587869413498472327',
-      time: '2026-01-01T00:00:00Z',
-    };
+    const e = putEvent({ lease: '7587869413498472327' });
     expect(encodeDeltaEvent(e)).toContain('"lease":7587869413498472327');
     const [back] = await decode(await collect(encodeDelta([e])));
     expect(back.lease).toBe('7587869413498472327');
@@ -86,16 +92,7 @@ describe('delta format (ebr-compatible)', () => {
   });
 
   it('splits events at the right braces whatever their strings escape, however the chunks fall', async () => {
-    const e: DeltaEvent = {
-      type: 'put',
-      key: Buffer.from('k'),
-      value: Buffer.from('v'),
-      createRevision: 5,
-      modRevision: 5,
-      version: 1,
-      lease: '0',
-      time: '2026-01-01T00:00:00Z',
-    };
+    const e = putEvent();
     // quotes, braces and backslash runs of both parities inside strings: none of them ends an event
     const times = ['a\\"}{]', '\\\\', '"', '}\\', '\\\\\\"}'];
     const elements = times.map((time) => encodeDeltaEvent(e).replace('"2026-01-01T00:00:00Z"', JSON.stringify(time)));
