@@ -67,45 +67,45 @@ export class DirectReplayEngine implements ReplayEngine {
     if (this.prepared) return this.openPrepared(base.revision);
     this.file = base.file;
     this.fd = openSync(base.file, 'r+');
-    this.reader = new BboltReader(this.fd);
-    this.meta = this.reader.meta;
+    const { reader, key } = this.readBase();
+    const { pgid, pageSize } = reader.meta;
     // Drop etcd's sha256 trailer: new pages start right after the last page.
-    ftruncateSync(this.fd, this.meta.pgid * this.meta.pageSize);
-    this.buckets = this.reader.buckets();
-    const key = this.buckets.get('key');
-    if (!key) throw new IntegrityError('the full snapshot has no "key" bucket: it is not an etcd database');
-    this.pages = new PageAppender(this.fd, this.meta.pageSize, this.meta.pgid);
-    this.keyRows = new LeafBuilder(this.pages, key.inline ? undefined : this.reader.leafRefs(key.root));
+    ftruncateSync(this.fd, pgid * pageSize);
+    this.pages = new PageAppender(this.fd, pageSize, pgid);
+    this.keyRows = new LeafBuilder(this.pages, key.inline ? undefined : reader.leafRefs(key.root));
     // An inline (tiny) key bucket has no pages to keep: its rows start the new leaves.
     if (key.inline) {
-      for (const row of this.reader.elements(key)) this.keyRows.add(Buffer.from(row.key), Buffer.from(row.value));
+      for (const row of reader.elements(key)) this.keyRows.add(Buffer.from(row.key), Buffer.from(row.value));
     }
-    const lease = this.buckets.get('lease');
-    if (lease) for (const row of this.reader.elements(lease)) this.leases.add(row.key.readBigInt64BE(0));
     this.revision = base.revision;
   }
 
   /** The base, now written, under the rows applied since `prepare`. */
   private openPrepared(revision: number): void {
     const early = this.prepared!;
-    const reader = new BboltReader(this.fd!);
-    const buckets = reader.buckets();
-    const key = buckets.get('key');
+    const { reader, key } = this.readBase();
     const { pageSize, pgid } = reader.meta;
-    if (!key) throw new IntegrityError('the full snapshot has no "key" bucket: it is not an etcd database');
     if (revision !== early.revision || pageSize !== early.pageSize || pgid > early.firstPgid || key.inline) {
       throw new BaseNotAsPreparedError(
         `the full snapshot holds revision ${revision} in ${pgid} pages of ${pageSize} bytes${key.inline ? ' (its key bucket inline)' : ''}, where revision ${early.revision} in at most ${early.firstPgid} pages of ${early.pageSize} bytes was assumed`,
       );
     }
-    this.reader = reader;
-    this.meta = reader.meta;
-    this.buckets = buckets;
     this.keyRows!.putBefore(reader.leafRefs(key.root));
-    const lease = buckets.get('lease');
-    if (lease) for (const row of reader.elements(lease)) this.leases.add(row.key.readBigInt64BE(0));
     for (const id of this.leases) this.newLeases.delete(id);
     this.prepared = undefined;
+  }
+
+  /** The base db in the open file: its meta, buckets and leases taken; its reader and `key` bucket returned. */
+  private readBase(): { reader: BboltReader; key: BucketValue } {
+    const reader = new BboltReader(this.fd!);
+    this.reader = reader;
+    this.meta = reader.meta;
+    this.buckets = reader.buckets();
+    const key = this.buckets.get('key');
+    if (!key) throw new IntegrityError('the full snapshot has no "key" bucket: it is not an etcd database');
+    const lease = this.buckets.get('lease');
+    if (lease) for (const row of reader.elements(lease)) this.leases.add(row.key.readBigInt64BE(0));
+    return { reader, key };
   }
 
   async apply(rev: Revision): Promise<void> {
