@@ -172,11 +172,11 @@ describe('snapshot → restore round trip (programs as processes, real etcd)', (
     expect(existing.stderr).toMatch(/is not empty: pass --force/);
     expect(await readFile(join(occupied, 'keep'), 'utf8')).toBe('mine');
 
-    // A store path that does not exist: said plainly, and no folder left behind; one that cannot exist: exit 2.
+    // A store path that does not exist, or one that cannot exist: exit 2, said plainly, and no folder left behind.
     const missing = join(dir, 'no-such-store');
     const none = await runProgram('etcd-restore', ['--store', `file://${missing}`, '--data-dir', join(dir, 'x')]);
-    expect(none.code).toBe(1);
-    expect(none.stderr).toMatch(/no full snapshot in file:\/\/.*no-such-store: check --store/);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(/the store's folder \S+no-such-store does not exist/);
     expect(existsSync(missing)).toBe(false);
     const underFile = await runProgram('etcd-snapshot', [
       'save',

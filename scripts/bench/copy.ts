@@ -51,7 +51,7 @@ const seedFile = join(seedDir, snapshot.name);
 const metadata = (await seed.stat(snapshot.name))?.metadata ?? {};
 
 async function fill(url: string): Promise<void> {
-  const store = await openStore(url);
+  const store = await openStore(url, { allowMissingFolder: true }); // a writer: a local folder is made by the first put
   for (let i = 0; i < copies; i++) {
     const name = snapshotName({ ...snapshot, createdAt: snapshot.createdAt + i });
     await store.put(name, createReadStream(seedFile), { metadata });

@@ -35,7 +35,11 @@ await programArgs('etcd-snapshot')
         const conn = await etcdConnection(args);
         await checkLocalStore(args.store);
         await checkLocalDir(args['temp-dir'], '--temp-dir', { mustExist: true });
-        const store = await openStore(args.store, { encryptionKeyFile: args['encryption-key-file'] });
+        // A writer: the first snapshot creates a store's folder (docs/stores.md).
+        const store = await openStore(args.store, {
+          encryptionKeyFile: args['encryption-key-file'],
+          allowMissingFolder: true,
+        });
         const saved = await takeFullSnapshot({
           connection: conn,
           store,

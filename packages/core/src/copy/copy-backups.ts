@@ -90,7 +90,8 @@ export async function copyBackups(options: CopyBackupsOptions): Promise<CopySumm
     encryptionKeyFile: options.sourceEncryptionKeyFile ?? options.encryptionKeyFile,
   });
   try {
-    const to = await openStore(options.to, { encryptionKeyFile: options.encryptionKeyFile });
+    // The destination's folder is created by the first copied object; the source's must exist (openStore).
+    const to = await openStore(options.to, { encryptionKeyFile: options.encryptionKeyFile, allowMissingFolder: true });
     try {
       const finalSnapshot = options.waitForFinalSnapshot
         ? await waitForFinalSnapshot(from, options.waitForFinalSnapshot, logger, options.signal)

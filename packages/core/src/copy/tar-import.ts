@@ -93,7 +93,8 @@ async function importFrom(extract: ReturnType<typeof tar.extract>, options: Impo
     if (o.encryption && keys)
       checkEnvelopeHeader(Buffer.from(o.encryption.header, 'base64'), `${options.label}:${o.name}`, keys);
   }
-  const to = await openStore(options.to); // without keys: what is encrypted is stored as it is
+  // Without keys: what is encrypted is stored as it is. The first object stored creates a folder not there yet.
+  const to = await openStore(options.to, { allowMissingFolder: true });
   try {
     const held = new Map((await listSnapshots(to)).map((e) => [e.name, e]));
     const progress = new CopyProgress(

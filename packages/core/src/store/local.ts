@@ -15,6 +15,7 @@ import {
   type PutOptions,
   type SnapStore,
   type StoredObject,
+  StoreNotWritableError,
 } from './snapstore.js';
 import type { StoreLocation } from './store-url.js';
 
@@ -47,15 +48,19 @@ export class LocalStore implements SnapStore {
   async put(name: string, body: Readable, options: PutOptions = {}): Promise<void> {
     checkObjectName(name);
     checkMetadata(options.metadata);
-    await this.migrateLegacyMetadata();
-    const temp = await this.tempPath();
     try {
-      await pipeline(body, createWriteStream(temp), { signal: options.signal });
+      await this.migrateLegacyMetadata();
+      const temp = await this.tempPath();
+      try {
+        await pipeline(body, createWriteStream(temp), { signal: options.signal });
+      } catch (err) {
+        await rm(temp, { force: true });
+        throw err;
+      }
+      await this.commit(temp, name, options);
     } catch (err) {
-      await rm(temp, { force: true });
-      throw err;
+      throw this.writeFailure(err);
     }
-    await this.commit(temp, name, options);
   }
 
   /**
@@ -65,22 +70,43 @@ export class LocalStore implements SnapStore {
   async putFile(name: string, path: string, options: PutOptions = {}): Promise<void> {
     checkObjectName(name);
     checkMetadata(options.metadata);
-    await this.migrateLegacyMetadata();
-    const temp = await this.tempPath();
     try {
-      await rename(path, temp);
+      await this.migrateLegacyMetadata();
+      const temp = await this.tempPath();
+      try {
+        await rename(path, temp);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
+        await this.put(name, createReadStream(path), options);
+        return await rm(path, { force: true });
+      }
+      await this.commit(temp, name, options);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
-      await this.put(name, createReadStream(path), options);
-      return rm(path, { force: true });
+      throw this.writeFailure(err);
     }
-    await this.commit(temp, name, options);
   }
 
   private async tempPath(): Promise<string> {
     const temp = join(this.root, TEMP_DIR, `${randomBytes(8).toString('hex')}.part`);
-    await mkdir(dirname(temp), { recursive: true });
+    await makeFolder(dirname(temp));
     return temp;
+  }
+
+  /** A write the store refused (read-only, no permission), said so with the store and what to do; else `err`. */
+  private writeFailure(err: unknown): unknown {
+    const { code, path } = err as NodeJS.ErrnoException;
+    const where = `the store ${this.location}`;
+    const what = path === undefined ? '' : `: cannot write ${path}`;
+    const user = process.getuid === undefined ? 'this program' : `this program (uid ${process.getuid()})`;
+    if (code === 'EROFS') {
+      const fix = 'mount its volume read-write, or give a store this program may write to';
+      return new StoreNotWritableError(`${where} is read-only (EROFS)${what}: ${fix}`, { cause: err });
+    }
+    if (code !== 'EACCES' && code !== 'EPERM') return err;
+    const fix = `give ${user} write access to the store's folder`;
+    return new StoreNotWritableError(`${where} cannot be written: permission denied (${code})${what}: ${fix}`, {
+      cause: err,
+    });
   }
 
   /**
@@ -98,8 +124,8 @@ export class LocalStore implements SnapStore {
       [metaTemp] = await Promise.all([
         metadata === undefined ? undefined : writeDurableTemp(metadata, join(this.root, TEMP_DIR)),
         fsyncPath(temp),
-        mkdir(dirname(target), { recursive: true }),
-        metadata === undefined ? undefined : mkdir(dirname(metaPath), { recursive: true }),
+        makeFolder(dirname(target)),
+        metadata === undefined ? undefined : makeFolder(dirname(metaPath)),
       ]);
       await (metaTemp === undefined ? rm(metaPath, { force: true }) : rename(metaTemp, metaPath));
       metaTemp = undefined;
@@ -167,9 +193,13 @@ export class LocalStore implements SnapStore {
   }
 
   async delete(name: string): Promise<void> {
-    await this.migrateLegacyMetadata();
-    await rm(this.path(name), { force: true });
-    await rm(this.metaPath(name), { force: true });
+    try {
+      await this.migrateLegacyMetadata();
+      await rm(this.path(name), { force: true });
+      await rm(this.metaPath(name), { force: true });
+    } catch (err) {
+      throw this.writeFailure(err);
+    }
   }
 
   /** Once per store: metadata files of the earlier layout move to their new names (see the class comment). */
@@ -244,10 +274,38 @@ export class LocalStore implements SnapStore {
   }
 }
 
-export async function openLocalStore(location: StoreLocation): Promise<SnapStore> {
+/**
+ * `mkdir -p` that says why it failed. Node's recursive mkdir reports a folder it cannot create on a read-only file
+ * system as ENOENT ("no such file or directory", measured with Node 24), which points nowhere near the cause: each
+ * missing folder is then created on its own, whose error is the true one (EROFS).
+ */
+async function makeFolder(dir: string): Promise<void> {
+  try {
+    await mkdir(dir, { recursive: true });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    const missing: string[] = [];
+    for (let d = dir; dirname(d) !== d && !(await stat(d).catch(() => undefined)); d = dirname(d)) missing.unshift(d);
+    for (const d of missing) {
+      await mkdir(d).catch((e: NodeJS.ErrnoException) => {
+        if (e.code !== 'EEXIST') throw e;
+      });
+    }
+  }
+}
+
+export async function openLocalStore(
+  location: StoreLocation,
+  options: { allowMissingFolder?: boolean } = {},
+): Promise<SnapStore> {
   const root = location.container;
   if (!root.startsWith('/')) throw new UsageError(`--store ${location.url.href}: give an absolute path`);
-  await checkRoot(location.url.href, root);
+  const existing = await checkRoot(location.url.href, root);
+  if (existing !== root && !options.allowMissingFolder) {
+    throw new UsageError(
+      `${location.url.href}: the store's folder ${root} does not exist (the nearest folder that does is ${existing}): check the path for a typo, and that the volume that holds the store is mounted`,
+    );
+  }
   await removeStaleTemps(join(root, TEMP_DIR));
   return new LocalStore(root);
 }
@@ -255,17 +313,17 @@ export async function openLocalStore(location: StoreLocation): Promise<SnapStore
 /**
  * Opening creates nothing (a restore from a mistyped path must leave no folder behind); the first put creates
  * the root. So that a writer still learns of a path it can never use before it starts, the root, or the
- * nearest folder above it that exists, must be a directory.
+ * nearest folder above it that exists, must be a directory. Returns that folder.
  */
-async function checkRoot(href: string, root: string): Promise<void> {
+async function checkRoot(href: string, root: string): Promise<string> {
   for (let dir = root; ; dir = dirname(dir)) {
     const st = await stat(dir).catch((err: NodeJS.ErrnoException) => {
       if (err.code === 'ENOENT' || err.code === 'ENOTDIR') return undefined; // not there: look further up
       throw new UsageError(`--store ${href}: cannot use ${dir} (${err.code})`);
     });
-    if (st?.isDirectory()) return;
+    if (st?.isDirectory()) return dir;
     if (st) throw new UsageError(`--store ${href}: ${dir} is not a directory`);
-    if (dir === '/') return;
+    if (dir === '/') return dir;
   }
 }
 

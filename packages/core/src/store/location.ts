@@ -15,6 +15,14 @@ export interface OpenOptions {
   env?: NodeJS.ProcessEnv;
   /** `--encryption-key-file`: snapshots put are encrypted with its first key; without it, none is (docs/encryption.md). */
   encryptionKeyFile?: string;
+  /**
+   * A `file://` store whose folder does not exist yet is opened as an empty store, which its first write creates:
+   * for the programs that write snapshots (the sidecar, `save`, a copy's destination) and for etcd-validate, which
+   * runs before the first snapshot ever was. Without it (a reader: a restore, a listing, a copy's source), a missing
+   * folder is refused as a missing bucket is: read as empty, a mistyped path or an unmounted volume would pass for
+   * a store with no backups, and a CronJob would report success forever.
+   */
+  allowMissingFolder?: boolean;
 }
 
 type StoreOpener = (location: StoreLocation, options: OpenOptions) => Promise<SnapStore>;

@@ -94,3 +94,15 @@ export class ImmutableObjectError extends OperationError {
     super(`${location}: "${name}" cannot be deleted yet: ${reason}`, options);
   }
 }
+
+/**
+ * The store answers but refuses writes: a read-only file system (EROFS), no permission (EACCES, EPERM). The sidecar
+ * counts such a store as unreachable for writing (`etcd_snapshot_store_reachable` 0), as one that does not answer.
+ */
+export class StoreNotWritableError extends OperationError {}
+
+/** Whether `err`, or an error it was caused by, is a StoreNotWritableError. */
+export function isStoreNotWritable(err: unknown): boolean {
+  for (let e = err; e instanceof Error; e = e.cause) if (e instanceof StoreNotWritableError) return true;
+  return false;
+}

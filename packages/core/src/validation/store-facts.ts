@@ -16,7 +16,8 @@ import type { DataDirReport, Finding } from './verdict.js';
 /** The store, or why it could not be reached: a down or unreachable server, not a wrong setting. */
 export async function openStoreForCheck(url: string): Promise<SnapStore | { unreachable: unknown }> {
   try {
-    return await openStore(url);
+    // Before the sidecar's first snapshot a file:// store's folder is not there yet: that is an empty store.
+    return await openStore(url, { allowMissingFolder: true });
   } catch (err) {
     const code = (err as { cause?: { code?: unknown } }).cause?.code;
     if (err instanceof UsageError && !isTransient(err) && code !== 'ECONNREFUSED' && code !== 'ENOTFOUND') throw err;

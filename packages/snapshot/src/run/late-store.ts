@@ -16,7 +16,8 @@ import {
  * Opens the sidecar's store. A store that cannot be reached at start (down, refusing connections, failing
  * with 5xx) is an outage like one later, not a configuration mistake: the sidecar starts with a LateStore,
  * which opens the real one when it first answers. A misconfigured store (bad URL or options, unknown bucket,
- * refused credentials, unknown host) still stops the program (exit 2).
+ * refused credentials, unknown host) still stops the program (exit 2). A `file://` store's folder that is not there
+ * yet is created by the first snapshot, as a writer's is.
  */
 export async function openSidecarStore(
   url: string,
@@ -24,7 +25,7 @@ export async function openSidecarStore(
   options: { encryptionKeyFile?: string } = {},
 ): Promise<SnapStore> {
   try {
-    return await openStore(url, options);
+    return await openStore(url, { ...options, allowMissingFolder: true });
   } catch (err) {
     if (!isOutage(err)) throw err;
     logger.warn('the store is unreachable at start; the sidecar runs and uses it once it answers', {
@@ -93,7 +94,7 @@ export class LateStore implements SnapStore {
 
   /** The real store, opened now if it was not yet. */
   store(): Promise<SnapStore> {
-    this.opened ??= openStore(this.url, this.options).catch((err) => {
+    this.opened ??= openStore(this.url, { ...this.options, allowMissingFolder: true }).catch((err) => {
       this.opened = undefined;
       throw new OperationError(`${this.location}: the store is unreachable (${errorMessage(err)})`, { cause: err });
     });

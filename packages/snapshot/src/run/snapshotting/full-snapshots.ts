@@ -3,7 +3,7 @@ import { type SavedFullSnapshot, takeFullSnapshot } from '@etcd-steward/core/bac
 import { Backoff, errorMessage, type Logger } from '@etcd-steward/core/common';
 import type { EtcdConnection, WatchCompactedError } from '@etcd-steward/core/etcd';
 import type { CompressionPolicy, SnapshotRef } from '@etcd-steward/core/format';
-import type { SnapStore } from '@etcd-steward/core/store';
+import { isStoreNotWritable, type SnapStore } from '@etcd-steward/core/store';
 import type { Serial } from '../serial.js';
 import type { FullSchedule } from './full-schedule.js';
 import { SingleFlight } from './single-flight.js';
@@ -14,11 +14,14 @@ import type { SnapshotMetrics } from './snapshot-metrics.js';
  * PrevFullSnapshotSucceeded). `fullRequired`: a full snapshot is owed (due at start-up, failed, or the store
  * lost its base) and none has been stored since. `fullTooLargeToSpool`: a term that started while the store did not
  * answer could not spool its full snapshot (--spool-max-bytes); the next ones do not take it again in vain.
+ * `storeNotWritable`: the last full snapshot failed because the store refused the write (read-only, no permission);
+ * the store counts as unreachable for writing until a full snapshot is stored.
  */
 export interface FullState {
   lastFullFailed: boolean;
   fullRequired: boolean;
   fullTooLargeToSpool: boolean;
+  storeNotWritable: boolean;
 }
 
 export interface FullSnapshotsOptions {
@@ -49,9 +52,12 @@ const FULL_RETRY_MS = 10_000;
 const MAX_FULL_RETRY_MS = 300_000;
 
 /**
- * The term's full snapshots: on the schedule (retried with backoff when one fails), on request (the HTTP API),
- * at once when the chain lost its base (etcd compacted the revisions the next delta needs, or the store lost its
- * full snapshots), and the final one on shutdown.
+ * The term's full snapshots: on the schedule, on request (the HTTP API), at once when the chain lost its base (etcd
+ * compacted the revisions the next delta needs, or the store lost its full snapshots), and the final one on
+ * shutdown. A failed one is owed (unhealthy, `etcdbr_snapshot_required{kind="Full"}` 1) and retried with backoff
+ * until one is stored, whatever asked for it: a request is not answered by the next scheduled time, which may be an
+ * hour or a day away. (After a compaction the watch asks again itself, after the wait, as it meets the compacted
+ * revision again.)
  */
 export class FullSnapshots {
   /** Requested full snapshots, by `final`: requests that come while one is queued or running share it. */
@@ -82,7 +88,15 @@ export class FullSnapshots {
    */
   trigger(final: boolean): Promise<SavedFullSnapshot> {
     return this.requestedFull.run(final, async () => {
-      const saved = await this.options.serial.run(() => this.take(final));
+      let saved: SavedFullSnapshot;
+      try {
+        saved = await this.options.serial.run(() => this.take(final));
+      } catch (err) {
+        // The caller hears of the failure; the snapshot stays owed and is retried like a scheduled one.
+        if (!this.options.signal.aborted) this.retryLater(err);
+        throw err;
+      }
+      this.fullBackoff.reset();
       this.armNext();
       return saved;
     });
@@ -103,9 +117,15 @@ export class FullSnapshots {
     });
     try {
       await this.options.serial.run(() => this.take(false, true));
+      this.fullBackoff.reset();
     } catch (fullErr) {
-      this.logger.error('full snapshot after compaction failed; trying again', { reason: errorMessage(fullErr) });
-      await sleep(FULL_RETRY_MS, undefined, { signal: this.options.signal }).catch(() => {});
+      // The watch meets the compacted revision again after this wait, and asks again.
+      const retryMs = this.fullBackoff.next();
+      this.logger.error('full snapshot after compaction failed; trying again', {
+        reason: errorMessage(fullErr),
+        retryInSeconds: retryMs / 1000,
+      });
+      await sleep(retryMs, undefined, { signal: this.options.signal }).catch(() => {});
     }
   }
 
@@ -113,6 +133,7 @@ export class FullSnapshots {
   stored(ref: SnapshotRef): void {
     this.options.state.lastFullFailed = false;
     this.options.state.fullRequired = false;
+    this.options.state.storeNotWritable = false;
     this.options.onStored(ref);
   }
 
@@ -147,6 +168,7 @@ export class FullSnapshots {
       if (!this.options.signal.aborted) {
         state.lastFullFailed = true;
         state.fullRequired = true;
+        if (isStoreNotWritable(err)) state.storeNotWritable = true;
         metrics.failed('Full', (Date.now() - started) / 1000);
         metrics.failures.inc({ error: 'full' });
       }
@@ -167,13 +189,18 @@ export class FullSnapshots {
       this.armFullTimer(this.options.schedule.next(new Date()).getTime());
     } catch (err) {
       if (this.options.signal.aborted) return;
-      const retryMs = this.fullBackoff.next();
-      this.logger.error('full snapshot failed; trying again', {
-        reason: errorMessage(err),
-        retryInSeconds: retryMs / 1000,
-      });
-      this.armFullTimer(Date.now() + retryMs);
+      this.retryLater(err);
     }
+  }
+
+  /** A full snapshot failed: the next try comes after the backoff's wait, not at the schedule's next time. */
+  private retryLater(err: unknown): void {
+    const retryMs = this.fullBackoff.next();
+    this.logger.error('full snapshot failed; trying again', {
+      reason: errorMessage(err),
+      retryInSeconds: retryMs / 1000,
+    });
+    this.armFullTimer(Date.now() + retryMs);
   }
 
   private armFullTimer(at: number): void {

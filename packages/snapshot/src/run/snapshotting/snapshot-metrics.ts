@@ -124,8 +124,10 @@ export class SnapshotMetrics {
           else this.set(value);
         },
       });
-    live('etcd_snapshot_store_reachable', '1 while the store answers, 0 while it cannot be reached.', (g) =>
-      g.storeReachable() ? 1 : 0,
+    live(
+      'etcd_snapshot_store_reachable',
+      '1 while the store answers, 0 while it cannot be reached or refuses writes (read-only, no permission).',
+      (g) => (g.storeReachable() ? 1 : 0),
     );
     live(
       'etcd_snapshot_history_refused',
