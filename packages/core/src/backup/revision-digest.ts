@@ -1,11 +1,13 @@
 import { createHash } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { errorMessage } from '../common/errors.js';
+import { errorMessage, OperationError } from '../common/errors.js';
 import type { EtcdConnection } from '../etcd/etcd-client.js';
+import { etcdAuthToken } from '../etcd/etcd-grpc.js';
 import { WatchCompactedError, watchRevisions } from '../etcd/etcd-watch.js';
 import type { DeltaEvent } from '../format/delta-format.js';
 import type { SnapStore } from '../store/snapstore.js';
+import { type Compaction, compactionAt, etcdHoldsEvents } from './compacted-revision.js';
 import { fetchDelta, readDeltaEvents } from './fetch-delta.js';
 import type { CatalogEntry } from './snapshot-catalog.js';
 
@@ -40,7 +42,8 @@ export type EtcdRevision = { digest: string } | { missing: 'compacted' | 'unreac
 
 /**
  * The digest of etcd's events at `revision` (which must not be past etcd's current one), read by a watch from
- * it: etcd sends whole revisions, so its first response holds all of that revision's events.
+ * it: etcd sends whole revisions, so its first response holds all of that revision's events. Where etcd compacted
+ * at `revision` itself, the watch would show its puts without its deletes (compacted-revision.ts): 'compacted'.
  */
 export async function etcdRevisionDigest(
   connection: EtcdConnection,
@@ -49,6 +52,34 @@ export async function etcdRevisionDigest(
 ): Promise<EtcdRevision> {
   // Revision 1 is etcd's empty start: no write made it.
   if (revision <= 1) return { digest: revisionDigest([]) };
+  try {
+    const token = await etcdAuthToken(connection);
+    const before = await compactionAt(connection, token, revision);
+    if (before !== 'below') return compactedAt(revision, before);
+    const watched = await watchedRevisionDigest(connection, revision, options);
+    // A compaction at `revision` while the watch read it would have dropped its deletes unseen.
+    const after = 'digest' in watched ? await compactionAt(connection, token, revision) : 'below';
+    return after === 'below' ? watched : compactedAt(revision, after);
+  } catch (err) {
+    return { missing: 'unreachable', reason: errorMessage(err) };
+  }
+}
+
+function compactedAt(revision: number, compaction: Compaction): EtcdRevision {
+  return {
+    missing: 'compacted',
+    reason:
+      compaction === 'at'
+        ? `etcd compacted at revision ${revision}, which drops that revision's deletes from its history`
+        : `etcd has compacted revision ${revision}`,
+  };
+}
+
+async function watchedRevisionDigest(
+  connection: EtcdConnection,
+  revision: number,
+  options: { timeoutMs?: number; signal?: AbortSignal },
+): Promise<EtcdRevision> {
   const control = new AbortController();
   const signal = AbortSignal.any([
     control.signal,
@@ -85,6 +116,48 @@ export async function storedRevisionDigest(
       entry.metadata[METADATA_REVISION_DIGEST] ?? (await store.stat(entry.name))?.metadata[METADATA_REVISION_DIGEST]
     );
   }
+  return revisionDigest(await lastRevisionEvents(store, entry, scratchDir, options));
+}
+
+/**
+ * How a stored snapshot's last revision (at or below etcd's current one, above 1) compares with etcd's: 'skip'
+ * when the snapshot records nothing to compare (a full snapshot without a digest), 'compacted' when etcd no longer
+ * holds what it would take. A delta's events at a revision etcd compacted at are compared with etcd's state there;
+ * a full snapshot records only a digest, which that state cannot give. An OperationError when etcd cannot be read.
+ */
+export async function compareStoredRevision(
+  store: SnapStore,
+  entry: CatalogEntry,
+  connection: EtcdConnection,
+  scratchDir: string,
+  options: { signal?: AbortSignal } = {},
+): Promise<'same' | 'different' | 'skip' | 'compacted'> {
+  const revision = entry.lastRevision;
+  const unreadable = (reason: string) => new OperationError(`cannot read revision ${revision} from etcd: ${reason}`);
+  const events = entry.kind === 'Incr' ? await lastRevisionEvents(store, entry, scratchDir, options) : undefined;
+  const stored = events ? revisionDigest(events) : await storedRevisionDigest(store, entry, scratchDir, options);
+  if (stored === undefined) return 'skip';
+  const live = await etcdRevisionDigest(connection, revision, options);
+  if ('digest' in live) return live.digest === stored ? 'same' : 'different';
+  if (live.missing === 'unreachable') throw unreadable(live.reason);
+  if (!events) return 'compacted';
+  try {
+    const token = await etcdAuthToken(connection);
+    if ((await compactionAt(connection, token, revision)) !== 'at') return 'compacted';
+    const held = await etcdHoldsEvents(connection, token, revision, events);
+    return held === 'compacted' ? 'compacted' : held ? 'same' : 'different';
+  } catch (err) {
+    throw unreadable(errorMessage(err));
+  }
+}
+
+/** A delta's events at its last revision, read and checked through a scratch file in `scratchDir`. */
+async function lastRevisionEvents(
+  store: SnapStore,
+  entry: CatalogEntry,
+  scratchDir: string,
+  options: { signal?: AbortSignal },
+): Promise<DeltaEvent[]> {
   const file = join(scratchDir, `digest-${process.pid}-${Date.now()}.delta`);
   try {
     await fetchDelta(store, entry, file, options);
@@ -92,31 +165,30 @@ export async function storedRevisionDigest(
     for await (const e of readDeltaEvents(file, entry, `${store.location}/${entry.name}`)) {
       if (e.modRevision === entry.lastRevision) last.push(e);
     }
-    return revisionDigest(last);
+    return last;
   } finally {
     await rm(file, { force: true });
   }
 }
 
-/** Each revision's digest, from events in revision order (a revision's events side by side). */
-async function* revisionDigests(
-  events: AsyncIterable<DeltaEvent>,
-): AsyncGenerator<{ revision: number; digest: string }> {
+/** A revision's events side by side, from events in revision order. */
+async function* revisionGroups(events: AsyncIterable<DeltaEvent>): AsyncGenerator<DeltaEvent[]> {
   let group: DeltaEvent[] = [];
   for await (const e of events) {
     if (group.length > 0 && e.modRevision !== group[0].modRevision) {
-      yield { revision: group[0].modRevision, digest: revisionDigest(group) };
+      yield group;
       group = [];
     }
     group.push(e);
   }
-  if (group.length > 0) yield { revision: group[0].modRevision, digest: revisionDigest(group) };
+  if (group.length > 0) yield group;
 }
 
 /**
  * How far etcd agrees with a stored delta: its events compared revision by revision with what a watch from the
  * delta's start gives, up to `upTo`. The last revision both agree on (`startRevision - 1` when the first already
- * differs), or undefined when etcd compacted the delta's start.
+ * differs), or undefined when etcd compacted the delta's start. Where etcd compacted at the start itself, the
+ * watch would miss the start's deletes: that revision is compared with etcd's state there, the rest watched.
  */
 export async function deltaAgreesThrough(
   store: SnapStore,
@@ -134,8 +206,8 @@ export async function deltaAgreesThrough(
     ...(options.signal ? [options.signal] : []),
   ]);
   const limit = Math.min(upTo, delta.lastRevision);
-  async function* etcdEvents(): AsyncGenerator<DeltaEvent> {
-    for await (const batch of watchRevisions(connection, delta.startRevision, { signal })) {
+  async function* etcdEvents(from: number): AsyncGenerator<DeltaEvent> {
+    for await (const batch of watchRevisions(connection, from, { signal })) {
       for (const e of batch.events) {
         if (e.modRevision > limit) return;
         yield e;
@@ -143,23 +215,44 @@ export async function deltaAgreesThrough(
       if (batch.revision >= limit) return;
     }
   }
+  const digestOf = (group: DeltaEvent[]) => ({ revision: group[0].modRevision, digest: revisionDigest(group) });
+  let stored: AsyncGenerator<DeltaEvent[]> | undefined;
+  let live: AsyncGenerator<DeltaEvent[]> | undefined;
   try {
+    const token = await etcdAuthToken(connection);
+    const compaction = await compactionAt(connection, token, delta.startRevision);
+    if (compaction === 'past') return undefined;
     await fetchDelta(store, delta, file, options);
-    const stored = revisionDigests(readDeltaEvents(file, delta, `${store.location}/${delta.name}`));
-    const live = revisionDigests(etcdEvents());
+    stored = revisionGroups(readDeltaEvents(file, delta, `${store.location}/${delta.name}`));
     let agreed = delta.startRevision - 1;
-    for await (const mine of stored) {
+    if (compaction === 'at') {
+      const first = await stored.next();
+      const held = first.done ? false : await etcdHoldsEvents(connection, token, delta.startRevision, first.value);
+      if (held !== true) return held === 'compacted' ? undefined : agreed;
+      agreed = delta.startRevision;
+    }
+    const watchFrom = agreed + 1;
+    if (watchFrom > limit) return agreed;
+    live = revisionGroups(etcdEvents(watchFrom));
+    for await (const group of stored) {
+      const mine = digestOf(group);
       if (mine.revision > limit) break;
       const theirs = await live.next();
-      if (theirs.done || theirs.value.revision !== mine.revision || theirs.value.digest !== mine.digest) break;
+      if (theirs.done) break;
+      const other = digestOf(theirs.value);
+      if (other.revision !== mine.revision || other.digest !== mine.digest) break;
       agreed = mine.revision;
     }
-    return agreed;
+    // A compaction at a revision the watch was reading would have dropped that revision's deletes unseen.
+    return (await compactionAt(connection, token, watchFrom)) === 'below' ? agreed : undefined;
   } catch (err) {
     if (err instanceof WatchCompactedError) return undefined;
     throw err;
   } finally {
     control.abort();
+    // Left where a comparison stopped: the delta file and the watch are closed here.
+    await live?.return(undefined);
+    await stored?.return(undefined);
     await rm(file, { force: true });
   }
 }

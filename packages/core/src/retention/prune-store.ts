@@ -3,7 +3,7 @@ import { type CatalogEntry, catalogStore } from '../backup/snapshot-catalog.js';
 import { MAINTENANCE_LOCK, withStoreLock } from '../backup/store-lock.js';
 import { errorMessage, OperationError } from '../common/errors.js';
 import { type Logger, silentLogger } from '../common/logger.js';
-import { EncryptionKeyError } from '../format/encryption/envelope-format.js';
+import { EncryptionKeyError, UnknownKeyIdError } from '../format/encryption/envelope-format.js';
 import { cleanupIncompleteUploads } from '../store/incomplete-uploads.js';
 import type { SnapStore } from '../store/snapstore.js';
 import { type DeleteOutcome, deleteObjects } from './delete-objects.js';
@@ -98,9 +98,9 @@ export async function pruneStore(store: SnapStore, options: PruneOptions): Promi
  * The newest full snapshot that verifies (its stored digest and etcd's sha256 trailer, streamed, nothing
  * written; with a key, its tags too): the start of the chain a restore would take, which no rule may delete. A
  * damaged full is passed over, as restore passes it over. With fulls in the store and none that verifies, nothing
- * is deleted. Without the key of an encrypted full, gc cannot judge it: it is kept as the start of the chain unverified
- * (a damaged one would then be kept, and the rules decide the older fulls as usual). `warnings` says which fulls were
- * passed over or kept unverified, and why.
+ * is deleted. Without a key file, gc cannot judge an encrypted full: it is kept as the start of the chain unverified
+ * (a damaged one would then be kept, and the rules decide the older fulls as usual); one whose key id the key file
+ * lacks is passed over. `warnings` says which fulls were passed over or kept unverified, and why.
  */
 async function newestVerifiedFull(
   store: SnapStore,
@@ -115,6 +115,11 @@ async function newestVerifiedFull(
       await fetchFullSnapshot(store, full, '/dev/null', { signal, logger });
       return { name: full.name, warnings };
     } catch (err) {
+      // A restore given the same key file could not open this full either: it starts no chain.
+      if (err instanceof UnknownKeyIdError) {
+        warnings.push(`${full.name} cannot start the newest chain with this key file: ${errorMessage(err)}`);
+        continue;
+      }
       if (err instanceof EncryptionKeyError) {
         warnings.push(
           `${full.name} is kept unverified: ${errorMessage(err)}. Without it, gc cannot tell whether it is damaged and keeps it as the start of the newest restorable chain; with it, gc would pass over a damaged one`,

@@ -1,13 +1,22 @@
 import { createReadStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { pipeline, type Readable } from 'node:stream';
+import { IntegrityError } from '../common/errors.js';
 import type { KeyRing } from '../format/encryption/encryption-keys.js';
+import type { UnknownKeyIdError } from '../format/encryption/envelope-format.js';
+import { headerKeyId, KEY_ID_HEAD } from '../format/encryption/envelope-header.js';
 import { ObjectCipher } from '../format/encryption/object-cipher.js';
 import { ObjectDecipher } from '../format/encryption/object-decipher.js';
 import { parseSnapshotName } from '../format/snapshot-name.js';
 import { METADATA_ENCRYPTION_KEY_ID } from './metadata.js';
-import { PlainSubstitutes } from './plain-substitutes.js';
-import type { GetOptions, PutOptions, SnapStore, StoredObject } from './snapstore.js';
+import { PlainSubstitutes, readHead } from './plain-substitutes.js';
+import {
+  type GetOptions,
+  ObjectNotFoundError,
+  type PutOptions,
+  type SnapStore,
+  type StoredObject,
+} from './snapstore.js';
 
 export { METADATA_ENCRYPTION_KEY_ID };
 
@@ -16,7 +25,9 @@ export { METADATA_ENCRYPTION_KEY_ID };
  * download continues the stored bytes. With keys, snapshots are encrypted as they are put (after compression: the
  * callers compress); other objects (the store lock) stay plain, so that gc and list need no key. Every get
  * decrypts what is encrypted and passes the rest through, so a store of plain and encrypted snapshots reads as
- * one (with keys, but for plain snapshots newer than its first encrypted one: plain-substitutes.ts); without keys, an encrypted object fails with an EncryptionKeyError that names it and its key id.
+ * one (with keys, but for plain snapshots newer than its first encrypted one: plain-substitutes.ts); without keys, an
+ * encrypted object fails with an EncryptionKeyError that names it and its key id, and so it does with keys that lack
+ * its id, unless that id is damage (judgeUnknownKeyId).
  *
  * What callers record and check (our sha256 of the stored bytes, sizes read back) is of the bytes they put and get:
  * the compressed snapshot, before encryption.
@@ -73,8 +84,12 @@ export class EncryptedStore implements SnapStore {
     if (options.offset || options.raw) return this.inner.get(name, { offset: options.offset });
     const raw = await this.inner.get(name);
     const label = `${this.location}/${name}`;
-    const plainAllowed = this.keys && (() => this.plainSubstitutes.check(name, label));
-    return pipeline(raw, new ObjectDecipher(this.keys, name, label, plainAllowed), () => {});
+    const keys = this.keys;
+    const judges = keys && {
+      plainAllowed: () => this.plainSubstitutes.check(name, label),
+      unknownKeyId: (err: UnknownKeyIdError) => judgeUnknownKeyId(this.inner, keys, name, err, label),
+    };
+    return pipeline(raw, new ObjectDecipher(this.keys, name, label, judges), () => {});
   }
 
   list(prefix?: string): Promise<StoredObject[]> {
@@ -102,4 +117,51 @@ export class EncryptedStore implements SnapStore {
 /** Whether a stream a store's get returned was decrypted: its length then differs from the listed size. */
 export function wasDecrypted(body: Readable): boolean {
   return body instanceof ObjectDecipher && body.encrypted;
+}
+
+/** Heads read at once while the store's key ids are gathered. */
+const KEY_ID_READS = 8;
+
+/**
+ * The error an object `name` whose key id `keys` lack fails with (docs/encryption.md §2): `err` as it is for a key
+ * missing from the file, an IntegrityError for damage. A key in use names every snapshot written while it came first
+ * in a key file, so a rotation the file missed shows on others too, and a wrong key file names none of the store's
+ * ids; an id no other snapshot names, in a store whose snapshots name ids the file holds, is a changed header.
+ */
+async function judgeUnknownKeyId(
+  store: SnapStore,
+  keys: KeyRing,
+  name: string,
+  err: UnknownKeyIdError,
+  label: string,
+): Promise<Error> {
+  const listed = [...(await store.list('v2/')), ...(await store.list('v1/'))];
+  const others = listed
+    .flatMap((o) => {
+      const ref = o.name !== name ? parseSnapshotName(o.name) : undefined;
+      return ref
+        ? [{ name: o.name, lastRevision: ref.lastRevision, keyId: o.metadata[METADATA_ENCRYPTION_KEY_ID] }]
+        : [];
+    })
+    .sort((a, b) => b.lastRevision - a.lastRevision);
+  const keyIdOf = async (other: string) => {
+    try {
+      return headerKeyId(await readHead(await store.get(other), KEY_ID_HEAD));
+    } catch (cause) {
+      // gone since the listing: it names no key any more
+      if (cause instanceof ObjectNotFoundError) return undefined;
+      throw cause;
+    }
+  };
+  let held: string | undefined;
+  // Newest first: a missing key names the snapshots around the one asked for, so most answers come early.
+  for (let i = 0; i < others.length; i += KEY_ID_READS) {
+    const ids = await Promise.all(others.slice(i, i + KEY_ID_READS).map((o) => o.keyId ?? keyIdOf(o.name)));
+    if (ids.includes(err.keyId)) return err;
+    held ??= ids.find((id) => id !== undefined && keys.byId(id));
+  }
+  if (held === undefined) return err;
+  return new IntegrityError(
+    `${label} is damaged: its encryption header names key "${err.keyId}", which ${keys.source} does not hold and no other snapshot of the store names, while others name keys it holds ("${held}"): a changed header. Were "${err.keyId}" a key of yours, add it to the file`,
+  );
 }

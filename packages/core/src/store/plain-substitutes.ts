@@ -90,15 +90,15 @@ export class PlainSubstitutes {
   }
 }
 
-/** An object's first bytes (as many as the magic), the rest left unread. */
-async function readHead(body: Readable): Promise<Buffer> {
+/** An object's first `bytes` bytes (as many as the magic unless given; fewer when it is shorter), the rest left unread. */
+export async function readHead(body: Readable, bytes = ENCRYPTION_MAGIC.length): Promise<Buffer> {
   const pieces: Buffer[] = [];
   let length = 0;
   try {
     for await (const piece of body as AsyncIterable<Buffer>) {
       pieces.push(piece);
       length += piece.length;
-      if (length >= ENCRYPTION_MAGIC.length) break;
+      if (length >= bytes) break;
     }
   } finally {
     body.destroy();

@@ -44,6 +44,19 @@ export const MAX_CHUNK = 16 << 20;
 /** An object that cannot be opened with the keys at hand: a missing or wrong key (exit 1, no fallback to older). */
 export class EncryptionKeyError extends OperationError {}
 
+/**
+ * An object whose header names a key id the key file does not hold: a key missing from the file, or an id that
+ * damage changed, which only the store's other objects can tell apart (store/encrypted-store.ts).
+ */
+export class UnknownKeyIdError extends EncryptionKeyError {
+  constructor(
+    message: string,
+    readonly keyId: string,
+  ) {
+    super(message);
+  }
+}
+
 /** Whether `head` (an object's first bytes, at least 8) starts an encrypted object. */
 export function isEncrypted(head: Buffer): boolean {
   return head.length >= ENCRYPTION_MAGIC.length && head.subarray(0, ENCRYPTION_MAGIC.length).equals(ENCRYPTION_MAGIC);

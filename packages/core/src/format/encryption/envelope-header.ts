@@ -11,6 +11,7 @@ import {
   MAX_CHUNK,
   MIN_CHUNK,
   NONCE_PREFIX,
+  UnknownKeyIdError,
   VERSION,
   WRAP_NONCE,
 } from './envelope-format.js';
@@ -68,8 +69,8 @@ export function takeHeader(queue: ByteQueue, label: string): EnvelopeHeader | 'p
 }
 
 /**
- * The object's data key, unwrapped with the key its header names: an EncryptionKeyError when the keys lack that id,
- * an IntegrityError when they hold it and the header does not authenticate.
+ * The object's data key, unwrapped with the key its header names: an EncryptionKeyError without keys, an
+ * UnknownKeyIdError when they lack that id, an IntegrityError when they hold it and the header does not authenticate.
  */
 export function unwrapDataKey(envelope: EnvelopeHeader, keys: KeyRing | undefined, label: string): Buffer {
   const id = envelope.keyId;
@@ -80,8 +81,9 @@ export function unwrapDataKey(envelope: EnvelopeHeader, keys: KeyRing | undefine
   }
   const kek = keys.byId(id);
   if (!kek) {
-    throw new EncryptionKeyError(
+    throw new UnknownKeyIdError(
       `${label} is encrypted with key "${id}", which ${keys.source} does not hold: add that key to the file (keep old keys while objects use them)`,
+      id,
     );
   }
   try {
@@ -113,4 +115,15 @@ export function checkEnvelopeHeader(header: Buffer, label: string, keys?: KeyRin
   }
   if (keys) unwrapDataKey(envelope, keys, label);
   return envelope.keyId;
+}
+
+/** How many first bytes of an object headerKeyId needs: enough for the longest key id. */
+export const KEY_ID_HEAD = ENCRYPTION_MAGIC.length + 2 + 64;
+
+/** The key id an object's first KEY_ID_HEAD bytes (or all it has) name, or undefined when they name none. */
+export function headerKeyId(head: Buffer): string | undefined {
+  const at = ENCRYPTION_MAGIC.length + 2;
+  if (!isEncrypted(head) || head.length < at || head[8] !== VERSION) return undefined;
+  const id = head.subarray(at, at + head[at - 1]).toString('utf8');
+  return KEY_ID.test(id) && Buffer.byteLength(id) === head[at - 1] ? id : undefined;
 }

@@ -12,6 +12,7 @@ import {
   splitNameSeal,
   startsLikeHeader,
   TAG,
+  UnknownKeyIdError,
 } from './envelope-format.js';
 import { type EnvelopeHeader, takeHeader, unwrapDataKey } from './envelope-header.js';
 
@@ -31,14 +32,18 @@ export class ObjectDecipher extends Transform {
   keyId?: string;
 
   /**
-   * `plainAllowed`, when given, is asked before any byte of an object that turns out to be plain passes, and
-   * rejects to refuse it (store/plain-substitutes.ts).
+   * `judges.plainAllowed`, when given, is asked before any byte of an object that turns out to be plain passes, and
+   * rejects to refuse it (store/plain-substitutes.ts). `judges.unknownKeyId` gives the error to fail with when the
+   * keys lack the id the header names: damage or a missing key (store/encrypted-store.ts).
    */
   constructor(
     private readonly keys: KeyRing | undefined,
     private readonly name: string,
     private readonly label = name,
-    private readonly plainAllowed?: () => Promise<void>,
+    private readonly judges: {
+      plainAllowed?: () => Promise<void>;
+      unknownKeyId?: (err: UnknownKeyIdError) => Promise<Error>;
+    } = {},
   ) {
     super();
   }
@@ -66,7 +71,9 @@ export class ObjectDecipher extends Transform {
       while (this.queue.length > sealed + MAX_NAME_SEAL) this.open(this.queue.take(sealed), false);
       done();
     } catch (err) {
-      done(err as Error);
+      const judge = this.judges.unknownKeyId;
+      if (err instanceof UnknownKeyIdError && judge) judge(err).then(done, done);
+      else done(err as Error);
     }
   }
 
@@ -95,8 +102,9 @@ export class ObjectDecipher extends Transform {
 
   /** What has come of a plain object, once it may pass. */
   private passPlain(done: TransformCallback): void {
-    if (!this.plainAllowed) return done(null, this.queue.take(this.queue.length));
-    this.plainAllowed().then(() => done(null, this.queue.take(this.queue.length)), done);
+    const { plainAllowed } = this.judges;
+    if (!plainAllowed) return done(null, this.queue.take(this.queue.length));
+    plainAllowed().then(() => done(null, this.queue.take(this.queue.length)), done);
   }
 
   private begin(envelope: EnvelopeHeader): void {
