@@ -1,10 +1,9 @@
-import { once } from 'node:events';
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
-import { connect, createServer, type Server } from 'node:net';
 import { join } from 'node:path';
-import { freePort, LocalStore, listSnapshots, openStore, takeFullSnapshot } from '@etcd-steward/core';
+import { freePort, LocalStore, listSnapshots, takeFullSnapshot } from '@etcd-steward/core';
 import { startCluster } from '@etcd-steward/testing';
 import { expect, it, onTestFinished } from 'vitest';
+import { gatedS3Store } from './gated-s3-store.js';
 import { runProgram } from './run-program.js';
 import { startS3Server } from './servers/s3-server.js';
 import {
@@ -116,51 +115,13 @@ it('with the store emptied under it, a new chain starts with a full snapshot and
   await expectRestored(stored, at('restore-emptied'), source);
 });
 
-/** A TCP port that refuses connections until `open()` forwards it to `target` (the store comes up). */
-async function laterPort(target: URL) {
-  const port = await freePort();
-  let server: Server | undefined;
-  return {
-    port,
-    async open() {
-      server = createServer((socket) => {
-        const upstream = connect(Number(target.port), target.hostname);
-        socket.pipe(upstream).pipe(socket);
-        socket.on('error', () => upstream.destroy());
-        upstream.on('error', () => socket.destroy());
-      });
-      server.listen(port, '127.0.0.1');
-      await once(server, 'listening');
-    },
-    async close() {
-      if (!server) return;
-      server.close();
-      await once(server, 'close');
-    },
-  };
-}
-
 /**
  * An S3 store that is down when a sidecar starts on it, under steady writes to a one-member cluster: the store
  * comes up with `gate.open()`; `direct` is the store as the test reaches it, always up. Everything stops when
  * the test ends, however it ends.
  */
 async function sidecarWithS3DownAtStart(name: string) {
-  const s3 = await startS3Server({ buckets: ['backups'] });
-  onTestFinished(() => s3.stop());
-  const credentials = at(`${name}-s3-credentials.json`);
-  await writeFile(
-    credentials,
-    JSON.stringify({ accessKeyID: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, region: s3.region }),
-  );
-  process.env.AWS_APPLICATION_CREDENTIALS_JSON = credentials;
-  process.env.AWS_EC2_METADATA_DISABLED = 'true';
-  const gate = await laterPort(new URL(s3.endpoint));
-  onTestFinished(() => gate.close());
-  const storeUrl = `s3://backups/etcd?endpoint=${encodeURIComponent(`http://127.0.0.1:${gate.port}`)}`;
-  const direct = await openStore(`s3://backups/etcd?endpoint=${encodeURIComponent(s3.endpoint)}`);
-  onTestFinished(() => direct.close?.());
-
+  const { storeUrl, direct, gate } = await gatedS3Store(at, name);
   const { cluster, client, writer } = await clusterUnderWrites();
   const sidecar = await startSidecar({ endpoint: cluster.endpoints[0], store: storeUrl, dir: at(name) });
   onTestFinished(() => sidecar.kill());

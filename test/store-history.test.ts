@@ -1,17 +1,9 @@
-import { mkdir, readdir } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import {
-  createEtcdClient,
-  type Etcd3,
-  EtcdProcess,
-  findEtcdBinaries,
-  freePort,
-  LocalStore,
-  listSnapshots,
-} from '@etcd-steward/core';
+import { type Etcd3, LocalStore, listSnapshots } from '@etcd-steward/core';
 import { afterEach, describe, expect, it } from 'vitest';
+import { type Member, putMany, restartableMember, restoreMember } from './restartable-member.js';
 import { restoreAndFingerprint } from './restore-program.js';
-import { runProgram } from './run-program.js';
 import {
   etcdRevision,
   keyspaceOnceStored,
@@ -24,40 +16,6 @@ import {
 import { tempDir } from './temp-dir.js';
 
 const at = tempDir('store-history');
-
-/** A one-member etcd that can be stopped and started again on its data dir, at the same URLs. */
-async function restartableMember(dir: string) {
-  await mkdir(dir, { recursive: true });
-  const binaries = await findEtcdBinaries();
-  const ports = { clientPort: await freePort(), peerPort: await freePort() };
-  const dataDir = join(dir, 'member');
-  let member: EtcdProcess | undefined;
-  let client: Etcd3 | undefined;
-  return {
-    dataDir,
-    peerUrl: `http://127.0.0.1:${ports.peerPort}`,
-    async start(): Promise<Etcd3> {
-      member = await EtcdProcess.start({ binaries, name: 'm0', dataDir, logFile: join(dir, 'etcd.log'), ...ports });
-      await member.waitHealthy();
-      client = createEtcdClient({ endpoints: [member.clientUrl] });
-      return client;
-    },
-    get endpoint() {
-      return `http://127.0.0.1:${ports.clientPort}`;
-    },
-    async stop() {
-      client?.close();
-      await member?.stop();
-      member = undefined;
-    },
-  };
-}
-
-type Member = Awaited<ReturnType<typeof restartableMember>>;
-
-async function putMany(client: Etcd3, prefix: string, count: number): Promise<void> {
-  for (let i = 0; i < count; i++) await client.put(`${prefix}${i}`).value(`${prefix}${i}-value`).exec();
-}
 
 /** The bad writes a restore to an earlier revision undoes: every key deleted, then 30 more writes. */
 async function badWrites(client: Etcd3): Promise<void> {
@@ -83,17 +41,6 @@ async function stopSidecar(sidecar: SidecarProcess): Promise<void> {
   expect(await sidecar.stop()).toBe(0);
 }
 
-/** etcd-restore into the member's own data dir (stopped), as the runbook does; extra flags after the member's. */
-async function restoreMember(member: Member, storeDir: string, extra: string[]) {
-  const res = await runProgram('etcd-restore', [
-    ...['--store', `file://${storeDir}`, '--data-dir', member.dataDir, '--force', '--name', 'm0'],
-    ...['--initial-advertise-peer-urls', member.peerUrl, '--initial-cluster-token', 'etcd-steward', '--output', 'json'],
-    ...extra,
-  ]);
-  expect(res.code, res.stderr).toBe(0);
-  return JSON.parse(res.stdout);
-}
-
 /**
  * The runbook: 20 keys written (revision R), the bad writes, the sidecar and etcd stopped, the member restored to R
  * from the store, etcd and the sidecar started again on the same store, 40 new writes. Returns the live keyspace
@@ -113,7 +60,11 @@ async function restoreBeforeBadWrites(dir: string, restoreFlags: string[]) {
   await stopSidecar(sidecar);
   await member.stop();
 
-  const restored = await restoreMember(member, storeDir, ['--to-revision', String(beforeBadWrites), ...restoreFlags]);
+  const restored = await restoreMember(member, `file://${storeDir}`, [
+    '--to-revision',
+    String(beforeBadWrites),
+    ...restoreFlags,
+  ]);
   expect(restored.revision).toBe(beforeBadWrites);
 
   client = await member.start();

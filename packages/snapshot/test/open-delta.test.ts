@@ -31,7 +31,7 @@ async function eventsOf(spool: Spool): Promise<string[]> {
 
 it('writes events to the spool as they come and queues them as one delta named for its revisions', async () => {
   const spool = await Spool.open(dir, 1 << 20);
-  const open = OpenDelta.begin(spool, 5, 'zstd');
+  const open = OpenDelta.begin(spool, 5, 'zstd', spool.newLine());
   await open.add([putEvent(5), putEvent(6, 'a'), putEvent(6, 'b')]);
   // Many small batches, more than one chunk of JSON: what a busy watch delivers.
   for (let r = 7; r <= 400; r++) await open.add([putEvent(r)]);
@@ -51,7 +51,7 @@ it('writes events to the spool as they come and queues them as one delta named f
 
 it('reads back whole however its file is split into reads, also when it ends while the compressor is busy', async () => {
   const spool = await Spool.open(dir, 1 << 30);
-  const open = OpenDelta.begin(spool, 5, 'zstd');
+  const open = OpenDelta.begin(spool, 5, 'zstd', spool.newLine());
   // Incompressible values in large batches: the compressor still has writes queued when the delta ends.
   for (let r = 5; r < 1_005; r += 100) {
     await open.add(Array.from({ length: 100 }, (_, i) => ({ ...putEvent(r + i), value: randomBytes(2_000) })));
@@ -71,7 +71,7 @@ it('reads back whole however its file is split into reads, also when it ends whi
 
 it('accepts only events that continue its revisions without a gap', async () => {
   const spool = await Spool.open(dir, 1 << 20);
-  const open = OpenDelta.begin(spool, 5, 'zstd');
+  const open = OpenDelta.begin(spool, 5, 'zstd', spool.newLine());
   expect(open.gap([putEvent(6)])).toBe('expected revision 5, got 6');
   expect(open.gap([putEvent(5), putEvent(5, 'again'), putEvent(6)])).toBeUndefined();
   await open.add([putEvent(5), putEvent(6)]);
@@ -82,7 +82,7 @@ it('accepts only events that continue its revisions without a gap', async () => 
 
 it('leaves nothing behind when discarded', async () => {
   const spool = await Spool.open(dir, 1 << 20);
-  const open = OpenDelta.begin(spool, 5, 'zstd');
+  const open = OpenDelta.begin(spool, 5, 'zstd', spool.newLine());
   await open.add([putEvent(5), putEvent(6)]);
   await open.discard();
   expect(spool.depth).toBe(0);

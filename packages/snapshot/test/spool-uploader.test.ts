@@ -66,6 +66,8 @@ function uploaderFor(store: SnapStore) {
       resyncs.push(spool.depth);
     },
     onFullStored: () => {},
+    prepare: async () => {},
+    onRefused: () => {},
   });
   return { uploader, resyncs };
 }

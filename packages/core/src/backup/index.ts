@@ -3,6 +3,7 @@
  * checking fulls and deltas, where a point in time falls, the store lock of the programs that delete snapshots.
  * May use: common/, bbolt/, format/, store/, etcd/.
  */
+export * from './compacted-revision.js';
 export * from './fetch-delta.js';
 export * from './fetch-full-snapshot.js';
 export * from './proof-record.js';

@@ -1,6 +1,9 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { OperationError } from '../common/errors.js';
+import type { Logger } from '../common/logger.js';
 import type { SnapStore } from '../store/snapstore.js';
-import type { CatalogEntry } from './snapshot-catalog.js';
+import { listSnapshots } from './snapshot-catalog.js';
+import { MAINTENANCE_LOCK, StoreLockedError, withStoreLock } from './store-lock.js';
 
 /**
  * Where snapshots of an abandoned history go: `forks/` beside `v2/`. Neither we nor ebr list it (ebr reads only
@@ -13,36 +16,74 @@ export function forkFolder(commonRevision: number, now = new Date()): string {
   return `${FORKS_FOLDER}/${commonRevision}-${Math.floor(now.getTime() / 1000)}`;
 }
 
+/** How long the set-aside holds the maintenance lock without renewing it. */
+const LOCK_TTL_MS = 60_000;
+/** How long a set-aside waits for a compaction or gc that holds the lock, and how often it asks again. */
+export const SET_ASIDE_LOCK_WAIT_MS = 30 * 60_000;
+const LOCK_RETRY_MS = 5_000;
+
 /**
- * Moves snapshots out of the store's chain into `folder`, the newest first, so that what the chain still shows is
- * a history without holes at every moment. Each object is copied as it is stored (encrypted or not, with its
- * metadata), checked by its size, and only then deleted from `v2/`; a crash in between leaves it in both places,
- * and the next move completes it. Returns the new names.
+ * Moves the store's snapshots past `afterRevision` out of the chain into `folder`, the newest first, so that what
+ * the chain still shows is a history without holes at every moment. It holds the store's maintenance lock (as
+ * compaction and gc do) and lists under it: a compaction cannot store a full snapshot of the history being set aside
+ * meanwhile, and one stored just before is listed and moved with it. Each object is copied as it is stored
+ * (encrypted or not, with its metadata), checked by its size, and only then deleted from `v2/`; a crash in between
+ * leaves it in both places, and the next move completes it. Returns each snapshot moved, by its old and new name.
  */
 export async function setAside(
   store: SnapStore,
-  entries: readonly CatalogEntry[],
+  afterRevision: number,
   folder: string,
-  options: { signal?: AbortSignal } = {},
-): Promise<string[]> {
-  const moved: string[] = [];
-  for (const entry of [...entries].sort((a, b) => b.lastRevision - a.lastRevision)) {
-    options.signal?.throwIfAborted();
-    const target = `${folder}/${entry.name.split('/').pop()}`;
-    const source = await store.stat(entry.name);
-    if (!source) continue; // moved by another run meanwhile
-    await store.put(target, await store.get(entry.name, { raw: true }), {
-      metadata: source.metadata,
-      signal: options.signal,
-    });
-    const copy = await store.stat(target);
-    if (copy?.size !== source.size) {
-      throw new OperationError(
-        `${store.location}: the copy of ${entry.name} in ${folder} has ${copy?.size ?? 'no'} bytes, not ${source.size}; the snapshot stays where it is`,
-      );
+  options: { signal?: AbortSignal; logger?: Logger; lockSettleMs?: number; lockWaitMs?: number } = {},
+): Promise<Array<{ from: string; to: string }>> {
+  const deadline = Date.now() + (options.lockWaitMs ?? SET_ASIDE_LOCK_WAIT_MS);
+  for (let said = false; ; said = true) {
+    try {
+      return await moveUnderLock(store, afterRevision, folder, options);
+    } catch (err) {
+      if (!(err instanceof StoreLockedError) || Date.now() + LOCK_RETRY_MS > deadline) throw err;
+      if (!said)
+        options.logger?.info('waiting for the store lock to set the abandoned history aside', { reason: err.message });
+      await sleep(LOCK_RETRY_MS, undefined, { signal: options.signal });
     }
-    await store.delete(entry.name);
-    moved.push(target);
   }
-  return moved;
+}
+
+function moveUnderLock(
+  store: SnapStore,
+  afterRevision: number,
+  folder: string,
+  options: { signal?: AbortSignal; logger?: Logger; lockSettleMs?: number },
+): Promise<Array<{ from: string; to: string }>> {
+  return withStoreLock(
+    store,
+    MAINTENANCE_LOCK,
+    async (signal) => {
+      const later = (await listSnapshots(store)).filter((e) => e.lastRevision > afterRevision);
+      const moved: Array<{ from: string; to: string }> = [];
+      for (const entry of later.sort((a, b) => b.lastRevision - a.lastRevision)) {
+        signal.throwIfAborted();
+        const target = `${folder}/${entry.name.split('/').pop()}`;
+        const source = await store.stat(entry.name);
+        if (!source) continue; // moved by another run meanwhile
+        await store.put(target, await store.get(entry.name, { raw: true }), { metadata: source.metadata, signal });
+        const copy = await store.stat(target);
+        if (copy?.size !== source.size) {
+          throw new OperationError(
+            `${store.location}: the copy of ${entry.name} in ${folder} has ${copy?.size ?? 'no'} bytes, not ${source.size}; the snapshot stays where it is`,
+          );
+        }
+        await store.delete(entry.name);
+        moved.push({ from: entry.name, to: target });
+      }
+      return moved;
+    },
+    {
+      ttlMs: LOCK_TTL_MS,
+      settleMs: options.lockSettleMs,
+      purpose: 'setting aside an abandoned history (forks/)',
+      signal: options.signal,
+      logger: options.logger,
+    },
+  );
 }

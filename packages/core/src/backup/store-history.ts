@@ -3,7 +3,7 @@ import { OperationError } from '../common/errors.js';
 import type { EtcdConnection } from '../etcd/etcd-client.js';
 import { memberStatus } from '../etcd/etcd-status.js';
 import type { SnapStore } from '../store/snapstore.js';
-import { deltaAgreesThrough, etcdRevisionDigest, storedRevisionDigest } from './revision-digest.js';
+import { compareStoredRevision, deltaAgreesThrough } from './revision-digest.js';
 import type { CatalogEntry } from './snapshot-catalog.js';
 
 /**
@@ -13,11 +13,19 @@ import type { CatalogEntry } from './snapshot-catalog.js';
  *   and another one after it: a restore to an earlier revision. `abandoned`: the snapshots past it, newest last;
  * - `foreign`: etcd holds none of the revisions the store's snapshots end with as the store holds them: another
  *   cluster, or a new one;
- * - `unknown`: it cannot be told (etcd compacted the revisions to compare, or no snapshot records one).
+ * - `unknown`: it cannot be told (etcd compacted the revisions to compare, or no snapshot records one) and no
+ *   snapshot was found to differ.
  */
 export type HistoryVerdict =
   | { kind: 'continues'; checkedRevision?: number }
-  | { kind: 'forked'; commonRevision: number; abandoned: CatalogEntry[]; etcdRevision: number }
+  | {
+      kind: 'forked';
+      commonRevision: number;
+      abandoned: CatalogEntry[];
+      etcdRevision: number;
+      /** etcd compacted the revisions where the fork lies: `commonRevision` is the newest one kept, not one proven. */
+      unproven?: boolean;
+    }
   | { kind: 'foreign'; etcdRevision: number; storeRevision: number }
   | { kind: 'unknown'; reason: string };
 
@@ -35,7 +43,24 @@ export interface HistoryCheckOptions {
 }
 
 /** How one snapshot's last revision compares with etcd's: `skip` records nothing, `compacted` etcd no longer has it. */
-type Match = 'same' | 'different' | 'skip' | 'compacted';
+export type RevisionMatch = 'same' | 'different' | 'skip' | 'compacted';
+
+/**
+ * How a snapshot's last revision compares with what etcd (at `etcdRevision`) holds there. `store` may be any
+ * SnapStore that holds it: the store, or the sidecar's spool.
+ */
+export async function compareWithEtcd(
+  store: SnapStore,
+  entry: CatalogEntry,
+  connection: EtcdConnection,
+  etcdRevision: number,
+  scratchDir: string,
+  signal?: AbortSignal,
+): Promise<RevisionMatch> {
+  if (entry.lastRevision > etcdRevision) return 'different';
+  if (entry.lastRevision <= 1) return 'skip';
+  return compareStoredRevision(store, entry, connection, scratchDir, { signal });
+}
 
 /**
  * Compares the store's history with etcd's at the last revisions of its snapshots, newest first, until one
@@ -53,18 +78,7 @@ export async function checkStoreHistory(options: HistoryCheckOptions): Promise<H
   const storeRevision = entries[entries.length - 1].lastRevision;
   const etcdRevision = await etcdRevisionAtLeast(connection, storeRevision, options.catchUpMs ?? 5_000, signal);
 
-  const compare = async (entry: CatalogEntry): Promise<Match> => {
-    if (entry.lastRevision > etcdRevision) return 'different';
-    if (entry.lastRevision <= 1) return 'skip';
-    const stored = await storedRevisionDigest(store, entry, scratchDir, { signal });
-    if (stored === undefined) return 'skip';
-    const live = await etcdRevisionDigest(connection, entry.lastRevision, { signal });
-    if ('missing' in live) {
-      if (live.missing === 'compacted') return 'compacted';
-      throw new OperationError(`cannot read revision ${entry.lastRevision} from etcd: ${live.reason}`);
-    }
-    return live.digest === stored ? 'same' : 'different';
-  };
+  const compare = (entry: CatalogEntry) => compareWithEtcd(store, entry, connection, etcdRevision, scratchDir, signal);
 
   /** The oldest snapshot found to differ so far. */
   let oldestDifferent: CatalogEntry | undefined;
@@ -97,7 +111,15 @@ export async function checkStoreHistory(options: HistoryCheckOptions): Promise<H
     return { kind: 'forked', commonRevision, abandoned, etcdRevision };
   }
   if (compacted) {
-    return { kind: 'unknown', reason: "etcd compacted the revisions where its history and the store's could agree" };
+    // A snapshot etcd does not hold is not etcd's history, whether or not the fork itself can still be found: the
+    // store's history goes on only below it, as far as can be told.
+    const differs = oldestDifferent;
+    const abandoned = entries.filter((e) => e.lastRevision >= differs.lastRevision);
+    const commonRevision = Math.max(
+      differs.kind === 'Incr' ? differs.startRevision - 1 : 0,
+      ...entries.filter((e) => e.lastRevision < differs.lastRevision).map((e) => e.lastRevision),
+    );
+    return { kind: 'forked', commonRevision, abandoned, etcdRevision, unproven: true };
   }
   return { kind: 'foreign', etcdRevision, storeRevision };
 }
@@ -106,7 +128,7 @@ export async function checkStoreHistory(options: HistoryCheckOptions): Promise<H
  * etcd's current revision, waiting up to `catchUpMs` for a member behind `storeRevision` to catch up (a follower
  * lags its leader for a moment; a restored or new member never catches up).
  */
-async function etcdRevisionAtLeast(
+export async function etcdRevisionAtLeast(
   connection: EtcdConnection,
   storeRevision: number,
   catchUpMs: number,

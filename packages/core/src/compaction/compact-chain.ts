@@ -2,6 +2,7 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { rm, stat, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
+import { storedRevisionDigest } from '../backup/revision-digest.js';
 import { DEFAULT_LOCK_SETTLE_MS, MAINTENANCE_LOCK, withStoreLock } from '../backup/store-lock.js';
 import { errorMessage, IntegrityError, OperationError } from '../common/errors.js';
 import { freePort } from '../common/free-port.js';
@@ -202,8 +203,14 @@ async function foldChain(
       revision,
       file: plain,
     });
+    // Its last revision's digest, as every full snapshot records it, so that the sidecar's history check can tell
+    // whether etcd holds it (store-history.ts): the events the chain's last snapshot holds at that revision.
+    const revisionDigest = await storedRevisionDigest(ctx.store, plan.chain.deltas.at(-1) ?? plan.chain.full, scratch, {
+      signal: options.signal,
+    });
     const compacted = await holdCompactedSnapshot(plain, held, {
       revision,
+      revisionDigest,
       compression: options.compression,
       final: plan.final,
       etcdVersion: binaries.version,
@@ -213,6 +220,7 @@ async function foldChain(
     logger.info('verifying the compacted snapshot', { name: held.name });
     const stored = await verifyHeld(held, fingerprint, { scratch, revision, signal: options.signal });
     options.signal?.throwIfAborted();
+    await assertChainStillStored(ctx.store, plan);
     logger.info('storing the compacted snapshot', { name: held.name, bytes: stored.bytes });
     await held.storeIn({ signal: options.signal });
     logger.info('compacted', { name: held.name, revision, revisionsFolded: plan.revisions, store: plan.store });
@@ -233,6 +241,20 @@ async function foldChain(
     };
   } finally {
     await workspace.clear();
+  }
+}
+
+/**
+ * The chain folded is still the store's: every snapshot of it is where the plan found it. A fork set aside since
+ * (under an older version that took no lock) would otherwise get a full snapshot of the abandoned history back.
+ */
+async function assertChainStillStored(store: SnapStore, plan: CompactionPlan): Promise<void> {
+  for (const entry of [plan.chain.full, ...plan.chain.deltas]) {
+    if ((await store.stat(entry.name))?.size !== entry.size) {
+      throw new OperationError(
+        `${store.location}: ${entry.name}, part of the chain folded, is no longer in the store as it was (set aside as an abandoned history?); nothing was stored: run etcd-compact again`,
+      );
+    }
   }
 }
 

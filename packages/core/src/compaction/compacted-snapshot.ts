@@ -2,6 +2,7 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { rm, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { pipeline } from 'node:stream/promises';
+import { METADATA_REVISION_DIGEST } from '../backup/revision-digest.js';
 import { METADATA_DB_SIZE, METADATA_ETCD_VERSION, unusedName } from '../backup/take-full-snapshot.js';
 import { IntegrityError } from '../common/errors.js';
 import { type Logger, silentLogger } from '../common/logger.js';
@@ -22,6 +23,8 @@ export async function holdCompactedSnapshot(
   held: HeldSnapshot,
   options: {
     revision: number;
+    /** The digest of its revision's events (revision-digest.ts), when the chain records one. */
+    revisionDigest?: string;
     compression: CompressionPolicy;
     final: boolean;
     etcdVersion: string;
@@ -63,6 +66,7 @@ export async function holdCompactedSnapshot(
         [METADATA_SHA256]: stored.sha256(),
         [METADATA_ETCD_VERSION]: options.etcdVersion,
         [METADATA_DB_SIZE]: String(facts.size),
+        ...(options.revisionDigest ? { [METADATA_REVISION_DIGEST]: options.revisionDigest } : {}),
       },
     });
     return { name, dbBytes: facts.size };

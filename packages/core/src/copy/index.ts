@@ -7,6 +7,7 @@ export * from './backup-selection.js';
 export * from './copy-backups.js';
 export * from './copy-object.js';
 export * from './copy-progress.js';
+export * from './delta-coverage.js';
 export * from './object-check.js';
 export * from './store-verify.js';
 export * from './summary-text.js';

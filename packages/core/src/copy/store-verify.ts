@@ -10,6 +10,7 @@ import type { SnapStore } from '../store/snapstore.js';
 import type { DamagedObject } from './copy-backups.js';
 import { objectMetadata } from './copy-object.js';
 import { CopyProgress } from './copy-progress.js';
+import { type FallbackGap, fallbackGaps } from './delta-coverage.js';
 import { type CheckedObject, checkObject } from './object-check.js';
 
 /** verify's exit codes besides 1 (the check itself failed) and 2 (bad usage). */
@@ -41,6 +42,8 @@ export interface StoreVerifyReport {
   restorable?: { full: string; deltas: string[]; revision: number };
   /** Revisions after `restorable` that no sound delta holds (a delta missing or damaged). */
   missing?: { from: number; to: number };
+  /** Sound full snapshots from which no chain of sound deltas reaches the newest revision, and what it misses. */
+  fallbackGaps: FallbackGap[];
   exitCode: number;
 }
 
@@ -98,6 +101,7 @@ export async function verifyStore(options: VerifyOptions): Promise<StoreVerifyRe
         ? { restorable: { full: best.full.name, deltas: best.deltas.map((d) => d.name), revision: reached } }
         : {}),
       ...(best && !restores ? { missing: { from: reached + 1, to: resumes - 1 } } : {}),
+      fallbackGaps: fallbackGaps(sound, newestRevision),
       exitCode: restores ? VERIFY_EXIT_CODES.restorable : VERIFY_EXIT_CODES.notRestorable,
     };
   } finally {

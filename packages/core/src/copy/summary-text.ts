@@ -56,6 +56,10 @@ export function formatVerifyReport(r: StoreVerifyReport): string {
     ...(r.restorable ? [`  from ${r.restorable.full} and ${r.restorable.deltas.length} delta(s)`] : []),
     `  ${r.objects} snapshot(s) read, ${formatBytes(r.bytes)}; ${r.damaged.length} damaged`,
     ...r.damaged.map((d) => `  DAMAGED ${d.name}: ${d.problem}`),
+    ...r.fallbackGaps.map(
+      (g) =>
+        `  from ${g.full} (revision ${g.revision}) a restore stops short: revisions ${g.inNoDelta.map((r) => `${r.from}..${r.to}`).join(', ')} are in no sound delta`,
+    ),
   ]);
 }
 

@@ -209,11 +209,10 @@ async function setAsideLater(
 ): Promise<RestoreResult['setAside']> {
   const store = await openStore(options.store, { encryptionKeyFile: options.encryptionKeyFile });
   try {
-    const later = (await listSnapshots(store)).filter((e) => e.lastRevision > revision);
-    if (later.length === 0) return undefined;
+    if (!(await listSnapshots(store)).some((e) => e.lastRevision > revision)) return undefined;
     const folder = forkFolder(revision);
-    await setAside(store, later, folder, { signal: options.signal });
-    const snapshots = later.map((e) => e.name);
+    const moved = await setAside(store, revision, folder, { signal: options.signal, logger });
+    const snapshots = moved.map((m) => m.from);
     logger.info('set the snapshots past the restored revision aside: the store goes on from it', { folder, snapshots });
     return { folder, snapshots };
   } finally {

@@ -1,6 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { compactionAt } from '@etcd-steward/core/backup';
 import { Backoff, collectGarbage, errorMessage, type Logger } from '@etcd-steward/core/common';
-import { type EtcdConnection, memberStatus, WatchCompactedError, watchRevisions } from '@etcd-steward/core/etcd';
+import {
+  type EtcdConnection,
+  etcdAuthToken,
+  memberStatus,
+  WatchCompactedError,
+  watchRevisions,
+} from '@etcd-steward/core/etcd';
 import type { CompressionPolicy, DeltaEvent } from '@etcd-steward/core/format';
 import { Serial } from '../serial.js';
 import type { SnapshotMetrics } from './snapshot-metrics.js';
@@ -21,6 +28,13 @@ export interface DeltaWriterOptions {
   onFlushed(): void;
   /** etcd compacted the revisions the next delta needs; the watch goes on once this resolves. */
   onCompacted(err: WatchCompactedError): Promise<void>;
+  /**
+   * The watch broke off and is about to start again: etcd may have been restored meanwhile (its data replaced, it
+   * restarted) and go on with another history from the chain's position. The term checks the store's and the
+   * spool's history against etcd's again (it may restart this writer), and never fails: what it cannot check now
+   * is checked before the next upload.
+   */
+  recheckHistory(): Promise<void>;
 }
 
 const RETRY_MS = 1_000;
@@ -43,6 +57,10 @@ export class DeltaWriter {
   private watching?: Promise<void>;
   private deltaTimer?: NodeJS.Timeout;
   private spoolFull = false;
+  /** The history line of the watch now running (SpooledDelta.line); 0 while none runs. */
+  private watchLine = 0;
+  /** The line the next watch continues (a full snapshot spooled right before it), instead of a new one. */
+  private continuedLine?: number;
   private readonly logger: Logger;
 
   constructor(private readonly options: DeltaWriterOptions) {
@@ -65,6 +83,14 @@ export class DeltaWriter {
 
   get hasOpenDelta(): boolean {
     return this.open !== undefined;
+  }
+
+  /**
+   * The history line of the watch now running: what it spools is etcd's history as etcd holds it now. Every other
+   * line was written from a watch that ended (etcd may have been restored since) and is proven before its upload.
+   */
+  get line(): number {
+    return this.watchLine;
   }
 
   /** Starts the watch, and finishes the open delta every `periodMs`. */
@@ -95,11 +121,13 @@ export class DeltaWriter {
 
   /**
    * Moves the head to what `reconcile` returns (it may adjust the spool meanwhile: nothing is written beside
-   * it), and watches again from right after it.
+   * it), and watches again from right after it. `line`: the history line of a full snapshot just spooled at the new
+   * head, which the watch continues (one line: what proves its deltas proves it).
    */
-  restart(reconcile: () => Promise<number>): Promise<void> {
+  restart(reconcile: () => Promise<number>, line?: number): Promise<void> {
     return this.local.run(async () => {
       this.chainHead = await reconcile();
+      this.continuedLine = line;
       await this.rewatch();
     });
   }
@@ -128,11 +156,22 @@ export class DeltaWriter {
   private async watchLoop(): Promise<void> {
     const backoff = new Backoff({ baseDelayMs: RETRY_MS, maxDelayMs: MAX_RETRY_MS });
     let broken = false;
+    /** The watch broke off since etcd's history was last checked against the store's. */
+    let inDoubt = false;
     while (!this.options.signal.aborted) {
       const control = new AbortController();
       this.watchControl = control;
+      // Each watch is a line of its own: after a break etcd may hold another history (restored meanwhile).
+      this.watchLine = this.continuedLine ?? this.options.spool.newLine();
+      this.continuedLine = undefined;
       const signal = AbortSignal.any([this.options.signal, control.signal]);
       try {
+        if (inDoubt) {
+          // The check may restart this writer, which aborts this watch: it starts over, in no doubt now.
+          inDoubt = false;
+          await this.options.recheckHistory();
+        }
+        await this.assertWatchable(this.resumeRevision());
         for await (const batch of watchRevisions(this.options.connection, this.resumeRevision(), { signal })) {
           // A batch that arrives after a rewatch belongs to a chain position that no longer exists.
           if (signal.aborted) break;
@@ -155,6 +194,9 @@ export class DeltaWriter {
           continue;
         }
         this.options.metrics.failures.inc({ error: 'etcd' });
+        // What the broken watch gave ends its line: the next watch may read another history.
+        if (await this.local.run(() => this.flushOpen())) this.options.onFlushed();
+        else await this.local.run(() => this.discardOpen());
         if (!broken) {
           this.logger.warn('the watch broke off; resuming with backoff', {
             fromRevision: this.resumeRevision(),
@@ -162,8 +204,20 @@ export class DeltaWriter {
           });
         }
         broken = true;
+        inDoubt = true;
         await backoff.wait(this.options.signal).catch(() => {});
       }
+    }
+  }
+
+  /**
+   * etcd lets a watch start at the revision it compacted at, but has dropped that revision's deletes: a delta read so
+   * would lack them. Such a start is as compacted as an older one (WatchCompactedError).
+   */
+  private async assertWatchable(from: number): Promise<void> {
+    const { connection } = this.options;
+    if ((await compactionAt(connection, await etcdAuthToken(connection), from)) !== 'below') {
+      throw new WatchCompactedError(from, from);
     }
   }
 
@@ -180,7 +234,7 @@ export class DeltaWriter {
     const fresh =
       events[0].modRevision > this.chainHead ? events : events.filter((e) => e.modRevision > this.chainHead);
     if (fresh.length === 0) return;
-    this.open ??= OpenDelta.begin(this.options.spool, this.chainHead + 1, this.options.compression);
+    this.open ??= OpenDelta.begin(this.options.spool, this.chainHead + 1, this.options.compression, this.watchLine);
     const broken = this.open.gap(fresh);
     if (broken) {
       this.options.metrics.failures.inc({ error: 'chain' });

@@ -32,6 +32,11 @@ export interface SnapshotTermOptions {
   state: FullState;
   /** etcd's revision as last seen, for the watch lag. */
   etcdRevision(): number | undefined;
+  /**
+   * The store turned out to hold a history etcd does not continue once it answered (the term started in the spool):
+   * the term must end, and nothing more go to the store.
+   */
+  onRefused(err: ForeignHistoryError): void;
 }
 
 /**
@@ -59,6 +64,7 @@ export class SnapshotTerm {
       signal,
       onFlushed: () => this.uploader.drainSoon(0),
       onCompacted: (err) => this.fulls.afterCompaction(err),
+      recheckHistory: () => this.recheckHistory(),
     });
     this.storeChain = new StoreChain({ ...options, writer: this.writer, onBaseLost: () => this.fulls.baseLost() });
     this.uploader = new SpoolUploader({
@@ -66,10 +72,11 @@ export class SnapshotTerm {
       serial,
       signal,
       storeHeads: () => this.storeChain.heads(),
-      resync: async () => {
-        await this.storeChain.resync();
-        if (this.storeChain.forked) this.fulls.baseLost();
+      resync: () => this.resync(),
+      prepare: async () => {
+        if ((await this.storeChain.prepareUpload()) && this.storeChain.forked) this.fulls.baseLost();
       },
+      onRefused: (err) => options.onRefused(err),
       onFullStored: (ref) => this.fulls.stored(ref),
     });
     this.fulls = new FullSnapshots({
@@ -138,6 +145,28 @@ export class SnapshotTerm {
     return undefined;
   }
 
+  /**
+   * After a broken watch: the store's and the spool's history checked against etcd's again before the watch reads
+   * on (etcd may have been restored meanwhile). A check that cannot be made now is made before the next upload.
+   */
+  private async recheckHistory(): Promise<void> {
+    this.storeChain.doubt();
+    try {
+      await this.serial.run(() => this.resync());
+    } catch (err) {
+      if (err instanceof ForeignHistoryError) return this.options.onRefused(err);
+      this.logger.warn("cannot check etcd's history against the store's now; it is checked before the next upload", {
+        reason: errorMessage(err),
+      });
+    }
+  }
+
+  /** The chain restarted from the store (StoreChain.resync); a fork owes a full snapshot at once. */
+  private async resync(): Promise<void> {
+    await this.storeChain.resync();
+    if (this.storeChain.forked) this.fulls.baseLost();
+  }
+
   private startDeltas(): void {
     if (this.options.deltaPeriodMs > 0) this.writer.start(this.options.deltaPeriodMs);
     this.uploader.drainSoon(0);
@@ -165,7 +194,7 @@ export class SnapshotTerm {
     }
     state.fullRequired = true; // until it is in the store
     this.uploader.storeUnreachable(); // the drain says when the store is back
-    await this.writer.restart(async () => full.lastRevision);
+    await this.writer.restart(async () => full.lastRevision, full.line ?? undefined);
     this.logger.warn(
       'the store does not answer: deltas wait in the spool after the full snapshot that starts their chain',
       {

@@ -15,7 +15,7 @@ import { SnapshotMetrics } from './snapshot-metrics.js';
 import { SnapshotTerm, type SnapshotTermOptions } from './snapshot-term.js';
 
 export interface SnapshotterComponentOptions
-  extends Omit<SnapshotTermOptions, 'metrics' | 'logger' | 'state' | 'etcdRevision'> {
+  extends Omit<SnapshotTermOptions, 'metrics' | 'logger' | 'state' | 'etcdRevision' | 'onRefused'> {
   leadership: Leadership;
   /** Take a final full snapshot (ebr's `.final`) on shutdown. */
   finalSnapshot: boolean;
@@ -47,7 +47,12 @@ export class SnapshotterComponent implements Component, Snapshotter {
   private unsubscribe?: () => void;
   private stopping = false;
   /** Nothing is known of the store until a term has looked: until then a full snapshot counts as owed. */
-  private readonly state = { lastFullFailed: false, fullRequired: true, fullTooLargeToSpool: false };
+  private readonly state = {
+    lastFullFailed: false,
+    fullRequired: true,
+    fullTooLargeToSpool: false,
+    storeNotWritable: false,
+  };
   private readonly store: SnapStore;
   private readonly logger: Logger;
   /** false while a term cannot start because the store does not answer; a running term tracks its uploads. */
@@ -61,18 +66,25 @@ export class SnapshotterComponent implements Component, Snapshotter {
   ) {
     this.logger = context.logger;
     this.store = new FencedStore(options.store, () => options.leadership.confirm());
-    this.metrics = new SnapshotMetrics(context.registry, () => ({
-      spoolDeltas: () => options.spool.depth,
-      spoolBytes: () => options.spool.bytes,
-      bufferedBytes: () => 0,
-      watchLagRevisions: () => undefined,
-      deltaRequired: () => options.spool.depth > 0,
-      storeReachable: () => this.storeReachable,
-      historyRefused: () => this.historyRefused !== undefined,
-      ...this.term?.gauges(),
-      // The leader's sidecar owes the snapshots; a follower owes none.
-      fullRequired: () => options.leadership.role !== 'follower' && this.state.fullRequired,
-    }));
+    this.metrics = new SnapshotMetrics(context.registry, () => {
+      const term = this.term?.gauges();
+      return {
+        spoolDeltas: () => options.spool.depth,
+        spoolBytes: () => options.spool.bytes,
+        bufferedBytes: () => 0,
+        watchLagRevisions: () => undefined,
+        deltaRequired: () => options.spool.depth > 0,
+        historyRefused: () => this.historyRefused !== undefined,
+        ...term,
+        // A store that answers but refused the leader's last full snapshot (read-only, no permission) cannot be
+        // written: for the alert on this gauge, that is as unreachable as a store that does not answer.
+        storeReachable: () =>
+          !(options.leadership.role !== 'follower' && this.state.storeNotWritable) &&
+          (term ? term.storeReachable() : this.storeReachable),
+        // The leader's sidecar owes the snapshots; a follower owes none.
+        fullRequired: () => options.leadership.role !== 'follower' && this.state.fullRequired,
+      };
+    });
     this.routes = snapshotRoutes(this, options.store, options.storePrefix);
   }
 
@@ -165,6 +177,7 @@ export class SnapshotterComponent implements Component, Snapshotter {
           logger: this.logger,
           state: this.state,
           etcdRevision: () => this.options.leadership.status?.revision,
+          onRefused: (err) => void this.transitions.run(() => this.refuse(term, err)),
         });
         try {
           await term.start();
@@ -200,6 +213,18 @@ export class SnapshotterComponent implements Component, Snapshotter {
     } catch {
       // leadership moved on while waiting
     }
+  }
+
+  /**
+   * A running term found the store holding another history (once the store answered): it ends, and terms start
+   * again, each refused until the store or etcd changes, as at a start.
+   */
+  private async refuse(term: SnapshotTerm, err: ForeignHistoryError): Promise<void> {
+    if (this.term !== term) return;
+    this.logger.error('refusing to take snapshots', { reason: err.message });
+    this.historyRefused = err.message;
+    await this.endTerm();
+    void this.transitions.run(() => this.beginTerm());
   }
 
   private async endTerm(): Promise<void> {

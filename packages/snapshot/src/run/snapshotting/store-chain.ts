@@ -12,8 +12,9 @@ import type { SnapshotRef } from '@etcd-steward/core/format';
 import type { SnapStore } from '@etcd-steward/core/store';
 import type { DeltaWriter } from './delta-writer.js';
 import type { SnapshotMetrics } from './snapshot-metrics.js';
-import { type ChainHeads, headsAfter, headsOf, spoolFit } from './spool/chain-heads.js';
+import { type ChainHeads, headsAfter, headsOf, resumeRevision, spoolFit } from './spool/chain-heads.js';
 import type { Spool, SpooledDelta } from './spool/spool.js';
+import { setAsideSpooled, unprovenSpool } from './spool/spool-history.js';
 
 /** What resynchronisation keeps of the spool: the chain it continues, and what goes. */
 export interface SpoolReconciliation {
@@ -63,6 +64,10 @@ export class StoreChain {
   lastFull?: SnapshotRef;
   /** The last resynchronisation found etcd's history forked from the store's: a full snapshot is owed at once. */
   forked = false;
+  /** A resynchronisation checked the store's history against etcd's in this term: the spool may be uploaded. */
+  private checked = false;
+  /** The spool's history lines proven to be etcd's in this term (spool-history.ts). */
+  private readonly provenLines = new Set<number>();
 
   constructor(private readonly options: StoreChainOptions) {}
 
@@ -74,17 +79,19 @@ export class StoreChain {
 
   /**
    * Starts the chain from what the store holds, once etcd's history is found to continue it (historyOf), followed
-   * by what the spool holds that continues it (reconcileSpool). Then the watch starts over right after the new head.
+   * by what the spool holds that etcd's history holds too (setAsideUnproven) and that continues it (reconcileSpool).
+   * Then the watch starts over right after the new head.
    */
   async resync(): Promise<void> {
     const { spool, logger } = this.options;
     this.forked = false;
     const entries = await this.historyOf(await listSnapshots(this.options.store));
+    await this.setAsideUnproven();
     const storeHeads = headsOf(entries);
     this.noteFull(entries);
     this.report(entries);
+    this.checked = true;
     await this.options.writer.restart(async () => {
-      if (this.forked) await spool.clear();
       const { heads, drop } = reconcileSpool(storeHeads, spool.list());
       for (const { delta, chainRevision } of drop) {
         if (chainRevision !== undefined) {
@@ -95,15 +102,54 @@ export class StoreChain {
         }
         await spool.remove(delta);
       }
-      logger.info('chain resumes', { afterRevision: heads.head, storeRevision: storeHeads.head, spooled: spool.depth });
-      return heads.head;
+      const after = resumeRevision(heads);
+      logger.info('chain resumes', { afterRevision: after, storeRevision: storeHeads.head, spooled: spool.depth });
+      return after;
     });
+  }
+
+  /** etcd may hold another history than when the store's was last checked (its watch broke off). */
+  doubt(): void {
+    this.checked = false;
+  }
+
+  /**
+   * Before an upload: no snapshot leaves the spool before the store's history was checked against etcd's (a term
+   * that started while the store did not answer does it once the store answers), nor one that etcd's history does
+   * not hold (a line of the spool written before etcd was restored); setting one aside restarts the chain. Whether
+   * it resynchronised.
+   */
+  async prepareUpload(): Promise<boolean> {
+    if (this.checked && (await this.setAsideUnproven()) === 0) return false;
+    await this.resync();
+    return true;
+  }
+
+  /** Sets aside the spooled snapshots etcd's history does not hold (unprovenSpool); how many. */
+  private async setAsideUnproven(): Promise<number> {
+    const { store, spool, connection, tempDir, writer, metrics, logger } = this.options;
+    const unproven = await unprovenSpool({
+      spool,
+      connection,
+      currentLine: writer.line,
+      proven: this.provenLines,
+      scratchDir: tempDir,
+    });
+    if (unproven.length === 0) return 0;
+    const names = unproven.map((e) => e.name);
+    const folder = await setAsideSpooled(store, spool, unproven);
+    logger.error(
+      "spooled snapshots hold revisions etcd's history does not (etcd restored since they were written, or its history compacted before they could be compared): set aside, never uploaded into the chain",
+      { setAside: names, to: folder },
+    );
+    metrics.historyForks.inc();
+    return unproven.length;
   }
 
   /**
    * What of the store etcd's history continues. A fork (etcd was restored to an earlier revision) sets the store's
-   * snapshots past the revision both share aside under forks/, clears the spool (it may hold the old history's
-   * revisions), and owes a full snapshot at once; the deltas go on from the shared revision, in etcd's new history.
+   * snapshots past the revision both share aside under forks/ (the spool's are proven on their own: resync), and
+   * owes a full snapshot at once; the deltas go on from the shared revision, in etcd's new history.
    * A store that holds none of etcd's history (another cluster's, or one from before this cluster was created) is
    * refused: ForeignHistoryError, and nothing is written to it.
    */
@@ -119,7 +165,9 @@ export class StoreChain {
     if (verdict.kind !== 'forked') return entries;
     const folder = forkFolder(verdict.commonRevision);
     logger.error(
-      "etcd's history left the store's (a restore to an earlier revision?): setting the later snapshots aside and taking a full snapshot",
+      verdict.unproven
+        ? "etcd's history left the store's, and etcd compacted the revisions where they forked: setting aside the snapshots from the first one etcd does not hold, and taking a full snapshot"
+        : "etcd's history left the store's (a restore to an earlier revision?): setting the later snapshots aside and taking a full snapshot",
       {
         commonRevision: verdict.commonRevision,
         etcdRevision: verdict.etcdRevision,
@@ -128,7 +176,7 @@ export class StoreChain {
       },
     );
     metrics.historyForks.inc();
-    await setAside(store, verdict.abandoned, folder);
+    await setAside(store, verdict.commonRevision, folder, { logger });
     this.forked = true;
     return listSnapshots(store);
   }

@@ -28,13 +28,15 @@ export class OpenDelta {
     spool: Spool,
     readonly startRevision: number,
     private readonly compression: CompressionPolicy,
+    private readonly line: number,
   ) {
     this.lastRevision = startRevision - 1;
     this.draft = spool.begin(this.encoder, compressor(compression));
   }
 
-  static begin(spool: Spool, startRevision: number, compression: CompressionPolicy): OpenDelta {
-    return new OpenDelta(spool, startRevision, compression);
+  /** `line`: the history line of the watch it is written from (SpooledDelta.line). */
+  static begin(spool: Spool, startRevision: number, compression: CompressionPolicy, line: number): OpenDelta {
+    return new OpenDelta(spool, startRevision, compression, line);
   }
 
   /** Bytes of delta JSON written so far: what `--delta-snapshot-memory-limit` limits. */
@@ -79,6 +81,7 @@ export class OpenDelta {
       startRevision: this.startRevision,
       lastRevision: this.lastRevision,
       oldestEventAt: this.oldestEventAt,
+      line: this.line,
     });
   }
 

@@ -1,11 +1,12 @@
-import { METADATA_DB_SIZE, METADATA_ETCD_VERSION } from '@etcd-steward/core/backup';
+import { ForeignHistoryError } from '@etcd-steward/core/backup';
 import { Backoff, errorMessage, type Logger } from '@etcd-steward/core/common';
-import { METADATA_DECOMPRESSED_SIZE, parseSnapshotName, type SnapshotRef } from '@etcd-steward/core/format';
-import { METADATA_SHA256, type SnapStore } from '@etcd-steward/core/store';
+import { parseSnapshotName, type SnapshotRef } from '@etcd-steward/core/format';
+import type { SnapStore } from '@etcd-steward/core/store';
 import type { Serial } from '../../serial.js';
 import type { SnapshotMetrics } from '../snapshot-metrics.js';
 import { type ChainHeads, spoolFit } from './chain-heads.js';
 import { isSpooledFull, type Spool, type SpooledDelta } from './spool.js';
+import { spooledMetadata } from './spooled-metadata.js';
 
 export interface SpoolUploaderOptions {
   /** Written to only while this sidecar leads (a FencedStore). */
@@ -23,6 +24,13 @@ export interface SpoolUploaderOptions {
   storeHeads(): Promise<ChainHeads>;
   /** Restarts the chain from the store, when a spooled delta does not continue it. */
   resync(): Promise<void>;
+  /**
+   * Before anything leaves the spool: the store's history checked against etcd's (once a term), and the spooled
+   * snapshots etcd's history does not hold set aside (StoreChain.prepareUpload).
+   */
+  prepare(): Promise<void>;
+  /** The store holds a history etcd does not continue (found once the store answered): nothing more goes to it. */
+  onRefused(err: ForeignHistoryError): void;
   /** A spooled full snapshot is in the store now. */
   onFullStored(ref: SnapshotRef): void;
 }
@@ -80,6 +88,7 @@ export class SpoolUploader {
         this.drainBackoff.reset();
       } catch (err) {
         if (this.options.signal.aborted) return;
+        if (err instanceof ForeignHistoryError) return this.options.onRefused(err);
         this.options.metrics.failures.inc({ error: 'store' });
         if (!this.storeFailing) {
           this.logger.warn('cannot upload deltas; they wait in the spool and are retried', {
@@ -98,6 +107,7 @@ export class SpoolUploader {
    */
   async drain(lastId = Number.POSITIVE_INFINITY): Promise<void> {
     const { spool, store, metrics, signal } = this.options;
+    if (spool.depth > 0) await this.options.prepare();
     for (let delta = spool.first(); delta && delta.id <= lastId; delta = spool.first()) {
       signal.throwIfAborted();
       const heads = await this.options.storeHeads();
@@ -124,10 +134,7 @@ export class SpoolUploader {
       const started = Date.now();
       try {
         await store.put(delta.name, spool.read(delta), {
-          metadata: {
-            [METADATA_SHA256]: delta.sha256,
-            ...(delta.decompressedBytes ? { [METADATA_DECOMPRESSED_SIZE]: String(delta.decompressedBytes) } : {}),
-          },
+          metadata: spooledMetadata(delta),
           signal: AbortSignal.any([signal, AbortSignal.timeout(this.options.deltaUploadTimeoutMs)]),
         });
       } catch (err) {
@@ -154,11 +161,8 @@ export class SpoolUploader {
   private async uploadFull(full: SpooledDelta): Promise<void> {
     const { spool, store, metrics } = this.options;
     const started = Date.now();
-    const metadata: Record<string, string> = { [METADATA_SHA256]: full.sha256 };
-    if (full.etcdVersion) metadata[METADATA_ETCD_VERSION] = full.etcdVersion;
-    if (full.decompressedBytes) metadata[METADATA_DB_SIZE] = String(full.decompressedBytes);
     try {
-      await store.put(full.name, spool.read(full), { metadata, signal: this.options.signal });
+      await store.put(full.name, spool.read(full), { metadata: spooledMetadata(full), signal: this.options.signal });
     } catch (err) {
       metrics.failed('Full', (Date.now() - started) / 1000);
       throw err;

@@ -30,10 +30,20 @@ export interface SpooledDelta {
    * it is uploaded, so that a restore decompresses no more than that; null when unknown (spooled by an older version).
    */
   decompressedBytes: number | null;
+  /**
+   * The history line it was written in (Spool.newLine): one watch of one etcd from one chain position, or one full
+   * snapshot. A line holds one history, so etcd agreeing with its newest snapshot proves the whole line; null for
+   * a snapshot spooled by an older version, a line of its own.
+   */
+  line: number | null;
+  /** A full snapshot's revision digest (revision-digest.ts), recorded as object metadata when it is uploaded. */
+  revisionDigest: string | null;
 }
 
 export type NewDelta = Pick<SpooledDelta, 'name' | 'startRevision' | 'lastRevision' | 'oldestEventAt'> & {
   etcdVersion?: string | null;
+  line?: number | null;
+  revisionDigest?: string | null;
   /** When the bytes given are already compressed; otherwise what the source gives is counted. */
   decompressedBytes?: number | null;
 };
@@ -60,11 +70,14 @@ const SCHEMA = `
     sha256 TEXT NOT NULL,
     oldest_event_at INTEGER NOT NULL,
     etcd_version TEXT,
-    decompressed_bytes INTEGER
-  )`;
+    decompressed_bytes INTEGER,
+    line INTEGER,
+    revision_digest TEXT
+  );
+  CREATE TABLE IF NOT EXISTS lines (id INTEGER PRIMARY KEY AUTOINCREMENT)`;
 
 const COLUMNS =
-  'id, name, start_revision AS startRevision, last_revision AS lastRevision, bytes, sha256, oldest_event_at AS oldestEventAt, etcd_version AS etcdVersion, decompressed_bytes AS decompressedBytes';
+  'id, name, start_revision AS startRevision, last_revision AS lastRevision, bytes, sha256, oldest_event_at AS oldestEventAt, etcd_version AS etcdVersion, decompressed_bytes AS decompressedBytes, line, revision_digest AS revisionDigest';
 
 /**
  * The sidecar's durable queue of deltas on their way to the store (`--spool-dir`), after the full snapshot that
@@ -97,6 +110,10 @@ export class Spool {
       if (!columns.some((c) => c.name === 'decompressed_bytes')) {
         db.exec('ALTER TABLE deltas ADD COLUMN decompressed_bytes INTEGER');
       }
+      // ... and before history lines.
+      if (!columns.some((c) => c.name === 'line')) {
+        db.exec('ALTER TABLE deltas ADD COLUMN line INTEGER; ALTER TABLE deltas ADD COLUMN revision_digest TEXT');
+      }
     } catch (err) {
       const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
       throw new UsageError(`--spool-dir ${dir}: cannot keep a spool there (${reason}); give a writable directory`);
@@ -112,6 +129,11 @@ export class Spool {
 
   get bytes(): number {
     return (this.db.prepare('SELECT coalesce(sum(bytes), 0) AS b FROM deltas').get() as { b: number }).b;
+  }
+
+  /** A new history line (SpooledDelta.line), never given before in this spool. */
+  newLine(): number {
+    return Number(this.db.prepare('INSERT INTO lines DEFAULT VALUES').run().lastInsertRowid);
   }
 
   hasRoom(): boolean {
@@ -153,7 +175,7 @@ export class Spool {
         await this.place(part, delta.name);
         const { lastInsertRowid } = this.db
           .prepare(
-            'INSERT INTO deltas (name, start_revision, last_revision, bytes, sha256, oldest_event_at, etcd_version, decompressed_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+            'INSERT INTO deltas (name, start_revision, last_revision, bytes, sha256, oldest_event_at, etcd_version, decompressed_bytes, line, revision_digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
           )
           .run(
             delta.name,
@@ -164,9 +186,19 @@ export class Spool {
             delta.oldestEventAt,
             delta.etcdVersion ?? null,
             decompressedBytes,
+            delta.line ?? null,
+            delta.revisionDigest ?? null,
           );
-        const etcdVersion = delta.etcdVersion ?? null;
-        return { id: Number(lastInsertRowid), ...delta, bytes, sha256, etcdVersion, decompressedBytes };
+        return {
+          id: Number(lastInsertRowid),
+          ...delta,
+          bytes,
+          sha256,
+          etcdVersion: delta.etcdVersion ?? null,
+          decompressedBytes,
+          line: delta.line ?? null,
+          revisionDigest: delta.revisionDigest ?? null,
+        };
       },
       discard: async () => {
         source.destroy();
@@ -219,7 +251,7 @@ export class Spool {
     }
   }
 
-  read(delta: SpooledDelta): Readable {
+  read(delta: Pick<SpooledDelta, 'name'>): Readable {
     return createReadStream(this.fileOf(delta.name));
   }
 

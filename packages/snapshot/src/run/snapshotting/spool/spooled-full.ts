@@ -1,4 +1,9 @@
-import { METADATA_DB_SIZE, METADATA_ETCD_VERSION, takeFullSnapshot } from '@etcd-steward/core/backup';
+import {
+  METADATA_DB_SIZE,
+  METADATA_ETCD_VERSION,
+  METADATA_REVISION_DIGEST,
+  takeFullSnapshot,
+} from '@etcd-steward/core/backup';
 import { type Logger, OperationError } from '@etcd-steward/core/common';
 import type { EtcdConnection } from '@etcd-steward/core/etcd';
 import { type CompressionPolicy, parseSnapshotName, recordedSize } from '@etcd-steward/core/format';
@@ -56,6 +61,8 @@ export async function spoolFullSnapshot(options: {
             oldestEventAt: Date.now(),
             etcdVersion: put?.metadata?.[METADATA_ETCD_VERSION],
             decompressedBytes: recordedSize(put?.metadata?.[METADATA_DB_SIZE]) ?? null,
+            revisionDigest: put?.metadata?.[METADATA_REVISION_DIGEST] ?? null,
+            line: spool.newLine(),
           },
           body,
         );

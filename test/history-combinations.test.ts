@@ -1,0 +1,346 @@
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  compactHistory,
+  type Etcd3,
+  LocalStore,
+  listSnapshots,
+  METADATA_REVISION_DIGEST,
+  type SnapStore,
+} from '@etcd-steward/core';
+import { afterEach, describe, expect, it } from 'vitest';
+import { gatedS3Store } from './gated-s3-store.js';
+import { type Member, putMany, restartableMember, restoreMember } from './restartable-member.js';
+import { restoreAndFingerprint } from './restore-program.js';
+import { runProgram, startProgram } from './run-program.js';
+import {
+  deltaGaps,
+  etcdRevision,
+  keyspaceOnceStored,
+  metric,
+  type SidecarProcess,
+  snapshotsReach,
+  startSidecar,
+  startWriter,
+  waitFor,
+} from './sidecar-helpers.js';
+import { switchableStore } from './switchable-store.js';
+import { tempDir } from './temp-dir.js';
+
+/**
+ * Operations that real clusters go through in combination, each of which once mixed two histories in the store or
+ * left revisions in no delta (docs/concepts.md "The store's history"): a spool carried across a restore, a store down
+ * at the sidecar's start after a fork, two full snapshots within one delta period, etcd compacted past a fork before
+ * the sidecar starts, and a compaction racing a set-aside.
+ */
+const at = tempDir('history-combinations');
+
+const members: Member[] = [];
+const sidecars: SidecarProcess[] = [];
+afterEach(async () => {
+  for (const s of sidecars.splice(0)) await s.kill();
+  for (const m of members.splice(0)) await m.stop();
+});
+
+async function member(dir: string): Promise<{ member: Member; client: Etcd3 }> {
+  const m = await restartableMember(dir);
+  members.push(m);
+  return { member: m, client: await m.start() };
+}
+
+async function sidecarOn(m: Member, store: string, dir: string, args: string[] = []): Promise<SidecarProcess> {
+  const sidecar = await startSidecar({ endpoint: m.endpoint, store, dir, args });
+  sidecars.push(sidecar);
+  return sidecar;
+}
+
+async function stopSidecar(sidecar: SidecarProcess): Promise<void> {
+  sidecars.splice(sidecars.indexOf(sidecar), 1);
+  await sidecar.stop();
+}
+
+/** The names of the store's snapshots in the chain (v2/), and of those set aside (forks/). */
+async function storeObjects(store: SnapStore | string): Promise<{ chain: string[]; forks: string[] }> {
+  const opened = typeof store === 'string' ? new LocalStore(store) : store;
+  const base = (name: string) => name.split('/').pop() ?? '';
+  const chain = (await listSnapshots(opened)).map((e) => base(e.name));
+  const forks = (await opened.list('forks/')).map((o) => base(o.name)).filter((n) => /^(Full|Incr)-/.test(n));
+  return { chain, forks: forks.sort() };
+}
+
+describe('one history through combinations of operations', () => {
+  it('a spool carried across a restore to the store newest revision is set aside, not uploaded into the new history', async () => {
+    const dir = at('spool-across-restore');
+    const store = await switchableStore(at, 'spool-across-restore-store');
+    const up = await store.directory('up');
+    await store.point(up);
+    const { member: m, client } = await member(join(dir, 'etcd'));
+    let sidecar = await sidecarOn(m, store.url, join(dir, 'sidecar'));
+    await waitFor('the start-up full snapshot', () => snapshotsReach(sidecar.url, 1));
+    await putMany(client, '/m/old', 20);
+    const stored = await keyspaceOnceStored(client, sidecar.url);
+
+    // The store goes away while writes arrive: their deltas wait in the spool, and stay there through a stop.
+    const file = at('spool-across-restore-down');
+    await writeFile(file, '');
+    await store.point(file);
+    await putMany(client, '/m/spooled', 40);
+    await waitFor(
+      'deltas in the spool',
+      async () => ((await metric(sidecar.url, 'etcd_snapshot_spool_deltas')) ?? 0) >= 1,
+    );
+    await stopSidecar(sidecar);
+    await m.stop();
+
+    // The store is back; the member is restored to the store's newest revision and takes other writes.
+    await store.point(up);
+    const restored = await restoreMember(m, store.url, []);
+    expect(restored.revision).toBe(stored.revision);
+    const again = await m.start();
+    await putMany(again, '/m/new', 60);
+
+    sidecar = await sidecarOn(m, store.url, join(dir, 'sidecar'));
+    const live = await keyspaceOnceStored(again, sidecar.url);
+    const log = await sidecar.log();
+    await stopSidecar(sidecar);
+    expect((await restoreAndFingerprint(store.url, dir, 'newest')).fingerprint).toEqual(live);
+    expect(log).toMatch(/spooled snapshots hold revisions etcd's history does not/);
+    const { chain, forks } = await storeObjects(up);
+    // What the spool held of the old history is kept, apart; none of it is in the chain.
+    expect(forks.some((n) => n.startsWith(`Incr-${String(stored.revision + 1).padStart(8, '0')}`))).toBe(true);
+    expect(chain.filter((n) => forks.includes(n))).toEqual([]);
+  });
+
+  it('a fork found with the store down at the start: nothing leaves the spool before the store history is checked', async () => {
+    const dir = at('fork-store-down');
+    const { storeUrl, directUrl, direct, gate } = await gatedS3Store(at, 'fork-store-down');
+    await gate.open();
+    const { member: m, client } = await member(join(dir, 'etcd'));
+    let sidecar = await sidecarOn(m, storeUrl, join(dir, 'sidecar-1'));
+    await waitFor('the start-up full snapshot', () => snapshotsReach(sidecar.url, 1));
+    await putMany(client, '/keep/', 20);
+    const beforeBadWrites = (await keyspaceOnceStored(client, sidecar.url)).revision;
+    await client.delete().prefix('/keep/').exec();
+    await putMany(client, '/bad/', 30);
+    await keyspaceOnceStored(client, sidecar.url);
+    await stopSidecar(sidecar);
+    await m.stop();
+    const abandoned = (await storeObjects(direct)).chain.filter((n) => Number(n.split('-')[2]) > beforeBadWrites);
+    expect(abandoned.length).toBeGreaterThan(0);
+
+    // Restored to before the bad writes without --fork; the new history writes past the old head.
+    await restoreMember(m, directUrl, ['--to-revision', String(beforeBadWrites)]);
+    const again = await m.start();
+    await putMany(again, '/new/', 40);
+    await gate.close();
+    sidecar = await sidecarOn(m, storeUrl, join(dir, 'sidecar-2'));
+    await waitFor('a full snapshot in the spool', async () => /full snapshot spooled/.test(await sidecar.log()));
+    await putMany(again, '/more/', 10);
+    await sleep(1_500);
+    await gate.open();
+    const live = await keyspaceOnceStored(again, sidecar.url);
+    const log = await sidecar.log();
+    await stopSidecar(sidecar);
+    expect(log).toMatch(/etcd's history left the store's/);
+    const { chain, forks } = await storeObjects(direct);
+    expect(forks.sort()).toEqual(expect.arrayContaining(abandoned));
+    expect(chain.filter((n) => abandoned.includes(n))).toEqual([]);
+    expect((await restoreAndFingerprint(directUrl, dir, 'newest')).fingerprint).toEqual(live);
+  });
+
+  it('another cluster found with the store down at the start: refused once the store answers, the store untouched', async () => {
+    const dir = at('foreign-store-down');
+    const { storeUrl, directUrl, direct, gate } = await gatedS3Store(at, 'foreign-store-down');
+    await gate.open();
+    const old = await member(join(dir, 'old'));
+    const oldSidecar = await sidecarOn(old.member, storeUrl, join(dir, 'sidecar-old'));
+    await waitFor('the start-up full snapshot', () => snapshotsReach(oldSidecar.url, 1));
+    await putMany(old.client, '/old/', 30);
+    const oldKeyspace = await keyspaceOnceStored(old.client, oldSidecar.url);
+    await stopSidecar(oldSidecar);
+    await old.member.stop();
+    const before = await storeObjects(direct);
+
+    const fresh = await member(join(dir, 'new'));
+    await putMany(fresh.client, '/new/', 40);
+    await gate.close();
+    const sidecar = await sidecarOn(fresh.member, storeUrl, join(dir, 'sidecar-new'));
+    await waitFor('a full snapshot in the spool', async () => /full snapshot spooled/.test(await sidecar.log()));
+    await putMany(fresh.client, '/more/', 10);
+    await sleep(1_500);
+    await gate.open();
+    await waitFor('the refusal', async () => (await metric(sidecar.url, 'etcd_snapshot_history_refused')) === 1);
+    expect((await fetch(`${sidecar.url}/healthz`)).status).toBe(503);
+    await sleep(2_000);
+    await stopSidecar(sidecar);
+    expect(await storeObjects(direct)).toEqual(before);
+    expect((await restoreAndFingerprint(directUrl, dir, 'restored-old')).fingerprint).toEqual(oldKeyspace);
+  });
+
+  it('etcd restored to an earlier revision under a running sidecar: the sidecar checks the history again before it goes on', async () => {
+    const dir = at('restored-under-sidecar');
+    const storeDir = join(dir, 'store');
+    const { member: m, client } = await member(join(dir, 'etcd'));
+    const sidecar = await sidecarOn(m, `file://${storeDir}`, join(dir, 'sidecar'));
+    await waitFor('the start-up full snapshot', () => snapshotsReach(sidecar.url, 1));
+    await putMany(client, '/keep/', 20);
+    const beforeBadWrites = (await keyspaceOnceStored(client, sidecar.url)).revision;
+    await client.delete().prefix('/keep/').exec();
+    await putMany(client, '/bad/', 30);
+    await keyspaceOnceStored(client, sidecar.url);
+    const abandoned = (await storeObjects(storeDir)).chain.filter((n) => Number(n.split('-')[2]) > beforeBadWrites);
+
+    // The sidecar runs on while its etcd is stopped, restored (without --fork) and started again.
+    await m.stop();
+    await restoreMember(m, `file://${storeDir}`, ['--to-revision', String(beforeBadWrites)]);
+    const again = await m.start();
+    // More new writes than bad ones: etcd goes past the chain's position before the watch is back.
+    await putMany(again, '/new/', 40);
+    const live = await keyspaceOnceStored(again, sidecar.url);
+    const log = await sidecar.log();
+    await stopSidecar(sidecar);
+    expect((await restoreAndFingerprint(`file://${storeDir}`, dir, 'newest')).fingerprint).toEqual(live);
+    expect(log).toMatch(/etcd's history left the store's/);
+    const { chain, forks } = await storeObjects(storeDir);
+    expect(forks).toEqual(expect.arrayContaining(abandoned));
+    expect(chain.filter((n) => abandoned.includes(n))).toEqual([]);
+  });
+
+  it('full snapshots asked for within one delta period leave every revision in a delta', async () => {
+    const dir = at('full-burst');
+    const storeDir = join(dir, 'store');
+    const { member: m, client } = await member(join(dir, 'etcd'));
+    const sidecar = await sidecarOn(m, `file://${storeDir}`, join(dir, 'sidecar'), [
+      ...['--delta-snapshot-period', '3s', '--delta-snapshot-memory-limit', '64Mi'],
+    ]);
+    await waitFor('the start-up full snapshot', () => snapshotsReach(sidecar.url, 1));
+    // A steady trickle of writes, so that the open delta spans several full snapshots.
+    let writing = true;
+    const writes = (async () => {
+      for (let i = 0; writing; i++) {
+        await client
+          .put(`/burst/${i % 50}`)
+          .value(String(i))
+          .exec();
+        await sleep(20);
+      }
+    })();
+    for (let i = 0; i < 6; i++) {
+      await sleep(2_000);
+      const res = await fetch(`${sidecar.url}/snapshot/full`, { method: 'POST' });
+      expect(res.status, await res.text()).toBe(200);
+    }
+    writing = false;
+    await writes;
+    const live = await keyspaceOnceStored(client, sidecar.url);
+    const log = await sidecar.log();
+    await stopSidecar(sidecar);
+    const entries = await listSnapshots(new LocalStore(storeDir));
+    expect(entries.filter((e) => e.kind === 'Full').length).toBeGreaterThanOrEqual(6);
+    expect(deltaGaps(entries)).toEqual([]);
+    expect(log).not.toMatch(/does not continue the (store's )?chain/);
+    // verify says so too: no full snapshot it keeps stops short of the newest revision.
+    const verified = await runProgram('etcd-copy-backups', [
+      'verify',
+      '--store',
+      `file://${storeDir}`,
+      '--output',
+      'json',
+    ]);
+    expect(verified.code, verified.stderr).toBe(0);
+    expect(JSON.parse(verified.stdout).fallbackGaps).toEqual([]);
+    expect((await restoreAndFingerprint(`file://${storeDir}`, dir, 'newest')).fingerprint).toEqual(live);
+    // From the oldest full snapshot through every later one: the revision midway restores.
+    const mid = Math.floor(live.revision / 2);
+    const restored = await restoreAndFingerprint(`file://${storeDir}`, dir, 'mid', ['--to-revision', String(mid)]);
+    expect(restored.result.revision).toBe(mid);
+  });
+
+  it('etcd compacted past a fork before the sidecar starts: the abandoned snapshots are set aside all the same', async () => {
+    const dir = at('fork-compacted');
+    const storeDir = join(dir, 'store');
+    const { member: m, client } = await member(join(dir, 'etcd'));
+    let sidecar = await sidecarOn(m, `file://${storeDir}`, join(dir, 'sidecar-1'));
+    await waitFor('the start-up full snapshot', () => snapshotsReach(sidecar.url, 1));
+    await putMany(client, '/keep/', 20);
+    const beforeBadWrites = (await keyspaceOnceStored(client, sidecar.url)).revision;
+    await client.delete().prefix('/keep/').exec();
+    await putMany(client, '/bad/', 30);
+    await keyspaceOnceStored(client, sidecar.url);
+    await stopSidecar(sidecar);
+    await m.stop();
+    const abandoned = (await storeObjects(storeDir)).chain.filter((n) => Number(n.split('-')[2]) > beforeBadWrites);
+
+    // Fewer new writes than bad ones: etcd stays below the store's head. Then it compacts at its head, as druid's
+    // periodic auto-compaction does within minutes.
+    await restoreMember(m, `file://${storeDir}`, ['--to-revision', String(beforeBadWrites)]);
+    const again = await m.start();
+    await putMany(again, '/new/', 5);
+    await compactHistory({ endpoints: [m.endpoint] }, await etcdRevision(again), { timeoutMs: 30_000 });
+
+    sidecar = await sidecarOn(m, `file://${storeDir}`, join(dir, 'sidecar-2'));
+    await putMany(again, '/after/', 10);
+    const live = await keyspaceOnceStored(again, sidecar.url);
+    const log = await sidecar.log();
+    await stopSidecar(sidecar);
+    expect(log).toMatch(/etcd's history left the store's/);
+    expect(log).not.toMatch(/cannot tell whether etcd continues/);
+    const { chain, forks } = await storeObjects(storeDir);
+    expect(forks.sort()).toEqual(expect.arrayContaining(abandoned));
+    expect(chain.filter((n) => abandoned.includes(n))).toEqual([]);
+    expect((await restoreAndFingerprint(`file://${storeDir}`, dir, 'newest')).fingerprint).toEqual(live);
+    const atFork = await restoreAndFingerprint(`file://${storeDir}`, dir, 'at-fork', [
+      '--to-revision',
+      String(beforeBadWrites),
+    ]);
+    expect(atFork.fingerprint.keys).toBe(20);
+  });
+
+  it('etcd-compact and a set-aside exclude each other: no compacted full snapshot of the abandoned history stays in the chain', async () => {
+    const dir = at('compact-set-aside');
+    const storeDir = join(dir, 'store');
+    const storeUrl = `file://${storeDir}`;
+    const { member: m, client } = await member(join(dir, 'etcd'));
+    const sidecar = await sidecarOn(m, storeUrl, join(dir, 'sidecar'));
+    await waitFor('the start-up full snapshot', () => snapshotsReach(sidecar.url, 1));
+    await putMany(client, '/keep/', 20);
+    const beforeBadWrites = (await keyspaceOnceStored(client, sidecar.url)).revision;
+    const writer = startWriter(client, { prefix: '/bad/' });
+    await sleep(3_000);
+    await writer.stop();
+    const oldHead = (await keyspaceOnceStored(client, sidecar.url)).revision;
+    await stopSidecar(sidecar);
+    await m.stop();
+
+    // etcd-compact folds the old chain while the member is restored to before the bad writes with --fork.
+    await mkdir(at('compact-scratch'));
+    const compaction = startProgram('etcd-compact', ['--store', storeUrl, '--temp-dir', at('compact-scratch')]);
+    let stderr = '';
+    compaction.stderr?.on('data', (chunk) => {
+      stderr += chunk;
+    });
+    let code: number | null | undefined;
+    const exited = new Promise<number | null>((resolve) => compaction.once('exit', resolve)).then((c) => {
+      code = c;
+      return c;
+    });
+    while ((await readdir(join(storeDir, 'locks')).catch(() => [])).length === 0) {
+      expect(code, `etcd-compact ended before it took the store lock: ${stderr}`).toBeUndefined();
+      await sleep(50);
+    }
+    const restored = await restoreMember(m, storeUrl, ['--to-revision', String(beforeBadWrites), '--fork']);
+    expect(restored.revision).toBe(beforeBadWrites);
+    expect(await exited, stderr).toBe(0);
+
+    const entries = await listSnapshots(new LocalStore(storeDir));
+    expect(entries.filter((e) => e.lastRevision > beforeBadWrites).map((e) => e.name)).toEqual([]);
+    const { forks } = await storeObjects(storeDir);
+    const folded = forks.find((n) => n.startsWith(`Full-00000000-${String(oldHead).padStart(8, '0')}`));
+    expect(folded, `forks: ${forks.join(', ')}`).toBeDefined();
+    // The compacted full snapshot records its revision's digest, as every full snapshot does.
+    const forkFolder = (await readdir(join(storeDir, 'forks')))[0];
+    const stat = await new LocalStore(storeDir).stat(`forks/${forkFolder}/${folded}`);
+    expect(stat?.metadata[METADATA_REVISION_DIGEST]).toMatch(/^[0-9a-f]{64}$/);
+  });
+});
