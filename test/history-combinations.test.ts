@@ -69,6 +69,20 @@ async function storeObjects(store: SnapStore | string): Promise<{ chain: string[
   return { chain, forks: forks.sort() };
 }
 
+/**
+ * Once the sidecar's start-up full snapshot is in: 20 keys written and stored (revision R, returned), then the bad
+ * writes a restore to R undoes (every key deleted, 30 more), stored too.
+ */
+async function keepThenBadWrites(client: Etcd3, sidecar: SidecarProcess): Promise<number> {
+  await waitFor('the start-up full snapshot', () => snapshotsReach(sidecar.url, 1));
+  await putMany(client, '/keep/', 20);
+  const beforeBadWrites = (await keyspaceOnceStored(client, sidecar.url)).revision;
+  await client.delete().prefix('/keep/').exec();
+  await putMany(client, '/bad/', 30);
+  await keyspaceOnceStored(client, sidecar.url);
+  return beforeBadWrites;
+}
+
 describe('one history through combinations of operations', () => {
   it('a spool carried across a restore to the store newest revision is set aside, not uploaded into the new history', async () => {
     const dir = at('spool-across-restore');
@@ -118,12 +132,7 @@ describe('one history through combinations of operations', () => {
     await gate.open();
     const { member: m, client } = await member(join(dir, 'etcd'));
     let sidecar = await sidecarOn(m, storeUrl, join(dir, 'sidecar-1'));
-    await waitFor('the start-up full snapshot', () => snapshotsReach(sidecar.url, 1));
-    await putMany(client, '/keep/', 20);
-    const beforeBadWrites = (await keyspaceOnceStored(client, sidecar.url)).revision;
-    await client.delete().prefix('/keep/').exec();
-    await putMany(client, '/bad/', 30);
-    await keyspaceOnceStored(client, sidecar.url);
+    const beforeBadWrites = await keepThenBadWrites(client, sidecar);
     await stopSidecar(sidecar);
     await m.stop();
     const abandoned = (await storeObjects(direct)).chain.filter((n) => Number(n.split('-')[2]) > beforeBadWrites);
@@ -183,12 +192,7 @@ describe('one history through combinations of operations', () => {
     const storeDir = join(dir, 'store');
     const { member: m, client } = await member(join(dir, 'etcd'));
     const sidecar = await sidecarOn(m, `file://${storeDir}`, join(dir, 'sidecar'));
-    await waitFor('the start-up full snapshot', () => snapshotsReach(sidecar.url, 1));
-    await putMany(client, '/keep/', 20);
-    const beforeBadWrites = (await keyspaceOnceStored(client, sidecar.url)).revision;
-    await client.delete().prefix('/keep/').exec();
-    await putMany(client, '/bad/', 30);
-    await keyspaceOnceStored(client, sidecar.url);
+    const beforeBadWrites = await keepThenBadWrites(client, sidecar);
     const abandoned = (await storeObjects(storeDir)).chain.filter((n) => Number(n.split('-')[2]) > beforeBadWrites);
 
     // The sidecar runs on while its etcd is stopped, restored (without --fork) and started again.
@@ -262,12 +266,7 @@ describe('one history through combinations of operations', () => {
     const storeDir = join(dir, 'store');
     const { member: m, client } = await member(join(dir, 'etcd'));
     let sidecar = await sidecarOn(m, `file://${storeDir}`, join(dir, 'sidecar-1'));
-    await waitFor('the start-up full snapshot', () => snapshotsReach(sidecar.url, 1));
-    await putMany(client, '/keep/', 20);
-    const beforeBadWrites = (await keyspaceOnceStored(client, sidecar.url)).revision;
-    await client.delete().prefix('/keep/').exec();
-    await putMany(client, '/bad/', 30);
-    await keyspaceOnceStored(client, sidecar.url);
+    const beforeBadWrites = await keepThenBadWrites(client, sidecar);
     await stopSidecar(sidecar);
     await m.stop();
     const abandoned = (await storeObjects(storeDir)).chain.filter((n) => Number(n.split('-')[2]) > beforeBadWrites);

@@ -154,4 +154,26 @@ describe('a stored revision against etcd compacted at that very revision (real e
     });
     expect(verdict).toEqual({ kind: 'continues', checkedRevision: revision });
   });
+
+  it('past the compacted revision, what etcd holds now tells a delta of its history from another one, as far as it can', async () => {
+    const from = (await revisionNow()) + 1;
+    const revision = await writeRevision('/past/', 'txn');
+    const events = await watchEvents(client, from, revision);
+    const real = await storeOf(events);
+    // Another history put another value at that revision, and deleted a key etcd keeps to this day.
+    const other = await storeOf(
+      forged(events, revision, (e) =>
+        e.type === 'delete' ? { ...e, key: Buffer.from('/past/kept') } : { ...e, value: Buffer.from('not etcd') },
+      ),
+    );
+    for (let i = 0; i < 3; i++) await client.put(`/past/after-${i}`).value('v').exec();
+    await compactHistory(conn, await revisionNow());
+
+    expect(await compareStoredRevision(real.store, real.delta, conn, dir)).toBe('same');
+    expect(await compareStoredRevision(other.store, other.delta, conn, dir)).toBe('different');
+    // Every key the revision named written again since: nothing is left to tell by.
+    await client.put('/past/a').value('a-3').exec();
+    await compactHistory(conn, await revisionNow());
+    expect(await compareStoredRevision(real.store, real.delta, conn, dir)).toBe('compacted');
+  });
 });

@@ -53,6 +53,35 @@ export async function etcdHoldsEvents(
   return true;
 }
 
+/**
+ * What etcd's current state says of `events` (a stored revision's, all of them) once etcd compacted past their
+ * revision R, where neither a watch nor a range at R can read it any more. A key put at R and not written since
+ * still carries mod revision R: its value, create revision, version and lease must be the event's. A key whose
+ * newest write is older than R was not put at R in etcd's history, and a key deleted at R cannot exist now with a
+ * create revision at or below R: either is a different history. 'unknown' when every key named was written since.
+ */
+export async function etcdStateAgrees(
+  connection: EtcdConnection,
+  token: string | undefined,
+  events: readonly DeltaEvent[],
+): Promise<'same' | 'different' | 'unknown'> {
+  let verdict: 'same' | 'unknown' = 'unknown';
+  for (let i = 0; i < events.length; i += CONCURRENCY) {
+    const batch = events.slice(i, i + CONCURRENCY);
+    const found = await Promise.all(batch.map((e) => rangeAt(connection, token, e.key, 0)));
+    for (const [j, e] of batch.entries()) {
+      const kv = found[j] === 'compacted' ? undefined : found[j];
+      if (e.type === 'delete') {
+        if (kv && kv.createRevision <= e.modRevision) return 'different';
+      } else if (kv && kv.modRevision === e.modRevision) {
+        if (!sameState(e, kv)) return 'different';
+        verdict = 'same';
+      } else if (kv && kv.modRevision < e.modRevision) return 'different';
+    }
+  }
+  return verdict;
+}
+
 interface StoredKey {
   value: Buffer;
   createRevision: number;
@@ -74,8 +103,8 @@ function sameState(event: DeltaEvent, kv: StoredKey | undefined): boolean {
 }
 
 /**
- * KV/Range `RangeRequest{1 key, 4 revision, 7 serializable}` of one key at `revision`, as the member itself holds
- * it (a watch reads the member's own history too): the key, undefined when absent, or 'compacted'.
+ * KV/Range `RangeRequest{1 key, 4 revision, 7 serializable}` of one key at `revision` (0: now), as the member itself
+ * holds it (a watch reads the member's own history too): the key, undefined when absent, or 'compacted'.
  */
 async function rangeAt(
   connection: EtcdConnection,

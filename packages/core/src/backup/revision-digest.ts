@@ -7,7 +7,7 @@ import { etcdAuthToken } from '../etcd/etcd-grpc.js';
 import { WatchCompactedError, watchRevisions } from '../etcd/etcd-watch.js';
 import type { DeltaEvent } from '../format/delta-format.js';
 import type { SnapStore } from '../store/snapstore.js';
-import { type Compaction, compactionAt, etcdHoldsEvents } from './compacted-revision.js';
+import { type Compaction, compactionAt, etcdHoldsEvents, etcdStateAgrees } from './compacted-revision.js';
 import { fetchDelta, readDeltaEvents } from './fetch-delta.js';
 import type { CatalogEntry } from './snapshot-catalog.js';
 
@@ -122,8 +122,9 @@ export async function storedRevisionDigest(
 /**
  * How a stored snapshot's last revision (at or below etcd's current one, above 1) compares with etcd's: 'skip'
  * when the snapshot records nothing to compare (a full snapshot without a digest), 'compacted' when etcd no longer
- * holds what it would take. A delta's events at a revision etcd compacted at are compared with etcd's state there;
- * a full snapshot records only a digest, which that state cannot give. An OperationError when etcd cannot be read.
+ * holds what it would take. A delta's events at a revision etcd compacted at are compared with etcd's state there,
+ * and at one it compacted past with its state now, as far as that tells (etcdStateAgrees); a full snapshot records
+ * only a digest, which that state cannot give. An OperationError when etcd cannot be read.
  */
 export async function compareStoredRevision(
   store: SnapStore,
@@ -143,7 +144,10 @@ export async function compareStoredRevision(
   if (!events) return 'compacted';
   try {
     const token = await etcdAuthToken(connection);
-    if ((await compactionAt(connection, token, revision)) !== 'at') return 'compacted';
+    if ((await compactionAt(connection, token, revision)) === 'past') {
+      const state = await etcdStateAgrees(connection, token, events);
+      return state === 'unknown' ? 'compacted' : state;
+    }
     const held = await etcdHoldsEvents(connection, token, revision, events);
     return held === 'compacted' ? 'compacted' : held ? 'same' : 'different';
   } catch (err) {
