@@ -179,7 +179,7 @@ export class DeltaWriter {
           if (broken) this.logger.info('the watch is back', { revision: batch.revision });
           broken = false;
           this.watchedRevision = batch.revision;
-          if (batch.events.length > 0) await this.local.run(() => this.write(batch.events, signal));
+          if (batch.events.length > 0) await this.local.run(() => this.write(batch.events, batch.readBack, signal));
           while ((this.open?.bytes ?? 0) >= this.options.memoryLimit && !signal.aborted) {
             const flushed = await this.local.run(() => this.flushOpen());
             if (flushed) this.options.onFlushed();
@@ -216,17 +216,24 @@ export class DeltaWriter {
    */
   private async assertWatchable(from: number): Promise<void> {
     const { connection } = this.options;
-    if ((await compactionAt(connection, await etcdAuthToken(connection), from)) !== 'below') {
-      throw new WatchCompactedError(from, from);
-    }
+    const compaction = await compactionAt(connection, await etcdAuthToken(connection), from).catch((err) => {
+      // A member behind the chain (a follower catching up, a new leader's) compacted nothing past its head: the
+      // watch waits for it, as it always did.
+      if (/future revision/.test(errorMessage(err))) return 'below';
+      throw err;
+    });
+    if (compaction !== 'below') throw new WatchCompactedError(from, from);
   }
 
   private resumeRevision(): number {
     return Math.max(this.chainHead, this.open?.lastRevision ?? 0) + 1;
   }
 
-  /** Writes the events the chain does not cover yet into the open delta, starting one when there is none. */
-  private async write(events: DeltaEvent[], signal: AbortSignal): Promise<void> {
+  /**
+   * Writes the events the chain does not cover yet into the open delta, starting one when there is none. `readBack`:
+   * etcd wrote them before the watch saw them (WatchBatch.readBack), which the delta records for --to-time.
+   */
+  private async write(events: DeltaEvent[], readBack: boolean, signal: AbortSignal): Promise<void> {
     // A batch queued before a rewatch belongs to a chain position that no longer exists. With nothing in the store
     // (or spool) there is no chain to continue yet: the full snapshot that starts it comes first (etcd's revision 1
     // holds no event, so a delta from there could never begin).
@@ -242,7 +249,7 @@ export class DeltaWriter {
       return this.rewatch();
     }
     try {
-      await this.open.add(fresh);
+      await this.open.add(fresh, readBack);
     } catch (err) {
       this.spoolFailed(err);
       await this.rewatch();
