@@ -68,6 +68,10 @@ describe('watchRevisions (real etcd)', () => {
     ]);
     expect(events[0].lease).toBe(leaseId);
     expect(events[1].lease).toBe('0');
+    // what etcd held before the watch was created is read back; what it wrote while the watch ran comes live
+    const readBack = batches.filter((b) => b.events.length > 0).map((b) => [b.revision, b.readBack]);
+    expect(readBack.filter(([revision]) => revision !== 6).every(([, back]) => back)).toBe(true);
+    expect(readBack.find(([revision]) => revision === 6)).toEqual([6, false]);
     // a transaction's events arrive in one batch
     expect(
       batches.find((b) => b.events.some((e) => e.key.toString() === 'b'))?.events.map((e) => e.modRevision),
@@ -83,6 +87,30 @@ describe('watchRevisions (real etcd)', () => {
     const err = await watch.next().catch((e) => e);
     expect(err).toBeInstanceOf(WatchCompactedError);
     expect(err).toMatchObject({ fromRevision: 2, compactRevision: Number(header.revision) });
+  });
+
+  it("counts what etcd wrote while the caller paused for over a second as read back: its events' times are late", async () => {
+    const put = async (key: string) =>
+      Number((await client.kv.put({ key: Buffer.from(key), value: Buffer.from('v') })).header.revision);
+    const watch = watchRevisions(conn, (await put('pause')) + 1);
+    try {
+      // a put may come before etcd created the watch (read back); the next ones come live
+      let batch: WatchBatch | undefined;
+      for (let i = 0; i < 20 && (!batch || batch.readBack); i++) {
+        const next = watch.next();
+        await put(`live-${i}`);
+        batch = (await next).value as WatchBatch;
+      }
+      expect(batch?.readBack).toBe(false);
+      await new Promise((r) => setTimeout(r, 300));
+      const during = await put('paused'); // written while nobody reads
+      await new Promise((r) => setTimeout(r, 1_200));
+      expect((await watch.next()).value).toMatchObject({ revision: during, readBack: true });
+      const after = put('after');
+      expect((await watch.next()).value).toMatchObject({ revision: await after, readBack: false });
+    } finally {
+      await watch.return(undefined);
+    }
   });
 
   it('lists the members with decimal IDs', async () => {

@@ -20,6 +20,25 @@ export interface SnapshotChain {
    * names; restoring this chain loses `from..to`.
    */
   gap?: { from: number; to: number };
+  /** For a time target (TimeCut): why `lastRevision` may not be the state at that moment. */
+  timeDoubt?: TimeDoubt;
+}
+
+/**
+ * What the deltas cannot tell about the state at a moment (backup/time-cut.ts). The chain's `lastRevision` is the
+ * newest revision known to have been reached by then; the revision after it is either one the sidecar read back
+ * after a stretch it did not watch live, or one in a delta that does not say how it came (format/read-back.ts).
+ */
+export interface TimeDoubt {
+  /**
+   * The revisions after `lastRevision`, up to `to`, were read back from etcd's history, the first of them at
+   * `firstSeenAt` (after the moment): etcd wrote them at some time after `knownAt`, when `lastRevision` was known
+   * (its first event's time, or its full snapshot's), so any of them may have been written by the moment. The store
+   * cannot tell the state then. Times in nanoseconds.
+   */
+  readBack?: { knownAt: bigint; to: number; firstSeenAt: bigint };
+  /** The delta holding the next revision does not record whether its events came live (ebr's, or older ones). */
+  unrecorded?: string;
 }
 
 /**

@@ -3,6 +3,7 @@ import { ProtoCursor, writeMessage } from '../common/protobuf-wire.js';
 import type { DeltaEvent } from '../format/delta-format.js';
 import type { EtcdConnection } from './etcd-client.js';
 import { etcdAuthToken, grpcCall } from './etcd-grpc.js';
+import { memberStatus } from './etcd-status.js';
 
 /** What one watch response delivered: whole revisions, in order. */
 export interface WatchBatch {
@@ -10,6 +11,13 @@ export interface WatchBatch {
   events: DeltaEvent[];
   /** Every revision up to this one has now been delivered. */
   revision: number;
+  /**
+   * Its events were read back from etcd's history, not received as etcd wrote them: etcd had already written them
+   * when the watch was created (it started from an older revision), had newer ones when it sent them (the watch
+   * was catching up, or had fallen behind), or wrote them before the caller, after a pause of over a second (PAUSE_MS),
+   * asked for more. Their times are then when they were read, later than when they happened.
+   */
+  readBack: boolean;
 }
 
 /** etcd has compacted away revisions the watch asked for: only a full snapshot can cover them now. */
@@ -21,6 +29,12 @@ export class WatchCompactedError extends OperationError {
     super(`etcd has compacted its history to revision ${compactRevision}; revision ${fromRevision} is gone`);
   }
 }
+
+/**
+ * A caller that takes longer than this to ask for the next batch may have left etcd's responses waiting in buffers:
+ * they would come stamped late but look live. So after such a pause, what etcd wrote by then counts as read back.
+ */
+const PAUSE_MS = 1_000;
 
 const EVERY_KEY = Buffer.from([0]);
 const EMPTY = Buffer.alloc(0);
@@ -52,6 +66,11 @@ export async function* watchRevisions(
     // a busy reader would only hold them in memory, where etcd keeps them anyway.
     readAhead: 1,
   });
+  // The newest revision etcd is known to have had while this watch had not delivered it: events up to it were read
+  // back. etcd sends a watch's first events, and those of a watch that fell behind, from its history with its
+  // current revision in the header; a live event comes with its own revision there. Events are stamped as they
+  // are decoded, when the caller asks for them (PAUSE_MS).
+  let behind = 0;
   try {
     for await (const message of call.messages as AsyncIterable<Buffer>) {
       let res: WatchResponse;
@@ -64,9 +83,19 @@ export async function* watchRevisions(
         if (res.compactRevision > 0) throw new WatchCompactedError(fromRevision, res.compactRevision);
         throw new OperationError(`etcd at ${endpoint} cancelled the watch: ${res.cancelReason || 'no reason given'}`);
       }
-      if (res.created) continue;
+      if (res.created) {
+        behind = res.headerRevision;
+        continue;
+      }
       const revision = res.events.length > 0 ? res.events[res.events.length - 1].modRevision : res.headerRevision;
-      yield { events: res.events, revision };
+      const readBack = res.events.length > 0 && (res.events[0].modRevision <= behind || res.headerRevision > revision);
+      behind = Math.max(behind, res.headerRevision);
+      const handed = Date.now();
+      yield { events: res.events, revision, readBack };
+      if (Date.now() - handed > PAUSE_MS) {
+        const now = await memberStatus(conn, { endpoint, token, timeoutMs: 10_000 });
+        behind = Math.max(behind, now.revision);
+      }
     }
     throw new OperationError(`etcd at ${endpoint} closed the watch stream`);
   } catch (err) {

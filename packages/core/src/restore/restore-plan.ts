@@ -1,8 +1,9 @@
-import { type CatalogEntry, listSnapshots } from '../backup/snapshot-catalog.js';
-import { type ChainTarget, planChains, type SnapshotChain } from '../backup/snapshot-chain.js';
+import { type CatalogEntry, catalogStore } from '../backup/snapshot-catalog.js';
+import { type ChainTarget, planChains, type SnapshotChain, type TimeDoubt } from '../backup/snapshot-chain.js';
 import { TimeCut } from '../backup/time-cut.js';
 import { OperationError, UsageError } from '../common/errors.js';
 import { formatBytes } from '../common/format-bytes.js';
+import type { Logger } from '../common/logger.js';
 import { formatRfc3339Nanos } from '../format/event-time.js';
 import type { SnapStore } from '../store/snapstore.js';
 
@@ -31,14 +32,17 @@ export interface RestorePlan {
  * Lists the store and plans the restore. Requests that cannot be met are usage errors, said before anything
  * is downloaded: a target past what the store holds (a revision past the newest, a time after the newest
  * snapshot was taken), or before the oldest full snapshot. A time target is then found in the deltas around
- * it (TimeCut): each chain ends at the revision the restore will reach.
+ * it (TimeCut): each chain ends at the revision the restore will reach. The store is listed with the versions it
+ * keeps (stored-versions.ts): a snapshot hidden by a delete marker is planned from its newest version.
  */
 export async function planRestore(
   store: SnapStore,
   request: RestoreRequest,
-  options: { signal?: AbortSignal } = {},
+  options: { signal?: AbortSignal; logger?: Logger } = {},
 ): Promise<RestorePlan> {
-  const entries = await listSnapshots(store);
+  const catalog = await catalogStore(store, { versions: true });
+  if (catalog.versionsUnreadable) options.logger?.warn(`${store.location}: ${catalog.versionsUnreadable}`);
+  const entries = catalog.snapshots;
   const fulls = entries.filter((e) => e.kind === 'Full');
   if (fulls.length === 0) {
     throw new OperationError(
@@ -81,7 +85,7 @@ export async function planRestore(
     );
   }
   if (nanos !== undefined) {
-    const cut = new TimeCut(store, nanos, options);
+    const cut = new TimeCut(store, nanos, entries, options);
     chains = await Promise.all(chains.map((chain) => cut.apply(chain)));
   }
   return {
@@ -119,8 +123,49 @@ export function describePlan(plan: RestorePlan): object {
       bytes: [c.full, ...c.deltas].reduce((sum, e) => sum + e.size, 0),
       objects: [c.full, ...c.deltas].map(describe),
       ...(c.gap ? { missing: `revisions ${c.gap.from}..${c.gap.to} are in no delta` } : {}),
+      ...timeDoubtJson(c),
     })),
   };
+}
+
+/** A chain's TimeDoubt as JSON (times as RFC 3339 to the nanosecond): `uncertain`, or `timesUnrecorded`. */
+export function timeDoubtJson(chain: { lastRevision: number; timeDoubt?: TimeDoubt }): Record<string, unknown> {
+  const doubt = chain.timeDoubt;
+  if (doubt?.readBack) {
+    return {
+      uncertain: {
+        known: { revision: chain.lastRevision, at: formatRfc3339Nanos(doubt.readBack.knownAt) },
+        readBack: {
+          from: chain.lastRevision + 1,
+          to: doubt.readBack.to,
+          firstSeenAt: formatRfc3339Nanos(doubt.readBack.firstSeenAt),
+        },
+      },
+    };
+  }
+  return doubt?.unrecorded ? { timesUnrecorded: doubt.unrecorded } : {};
+}
+
+/** A chain whose state at the plan's moment the store cannot tell (TimeDoubt.readBack) is refused: exit 1. */
+export function refuseTimeDoubt(plan: RestorePlan, chain: SnapshotChain): void {
+  if (!chain.timeDoubt?.readBack || plan.toTimeNanos === undefined) return;
+  throw new OperationError(
+    `--to-time ${describeTimeDoubt(chain, plan.toTimeNanos)}, and the store cannot tell which; nothing was restored. Pass --allow-partial to restore revision ${chain.lastRevision}, the newest known by then, or --to-revision to choose one of them`,
+  );
+}
+
+/** What a chain's TimeDoubt means for the state at `nanos`, in words; undefined when there is none. */
+export function describeTimeDoubt(chain: SnapshotChain, nanos: bigint): string | undefined {
+  const doubt = chain.timeDoubt;
+  const at = formatRfc3339Nanos(nanos);
+  if (doubt?.readBack) {
+    const { knownAt, to, firstSeenAt } = doubt.readBack;
+    return `${at} falls in a stretch the sidecar did not watch live: revision ${chain.lastRevision} was known at ${formatRfc3339Nanos(knownAt)}, revision ${to} first seen at ${formatRfc3339Nanos(firstSeenAt)} (revisions ${chain.lastRevision + 1}..${to} read back from etcd's history), so the state then is one of revisions ${chain.lastRevision}..${to}`;
+  }
+  if (doubt?.unrecorded) {
+    return `${doubt.unrecorded} does not record which of its events the sidecar received live (written by ebr or an older etcd-steward), so its times may be later than etcd wrote them: revision ${chain.lastRevision} is the newest recorded by ${at}, and etcd may have been further then`;
+  }
+  return undefined;
 }
 
 export function formatPlan(plan: RestorePlan): string {
@@ -143,6 +188,8 @@ export function formatPlan(plan: RestorePlan): string {
       );
     }
     if (chain.gap) lines.push(`  missing: revisions ${chain.gap.from}..${chain.gap.to} are in no delta`);
+    const doubt = plan.toTimeNanos !== undefined ? describeTimeDoubt(chain, plan.toTimeNanos) : undefined;
+    if (doubt) lines.push(`  ${chain.timeDoubt?.readBack ? 'not watched live' : 'note'}: ${doubt}`);
   });
   return `${lines.join('\n')}\n`;
 }

@@ -13,9 +13,23 @@ export function formatSummary(result: RestoreResult): string {
   ];
   if (result.proof) lines.push(...formatProofReport(result.proof).map((line) => `  ${line}`));
   for (const s of result.skipped) lines.push(`  skipped ${s.name}: ${s.reason}`);
+  for (const r of result.recovered ?? []) {
+    lines.push(`  ${resultStyle.red.bold('RECOVERED')} ${r.name} from its version ${r.versionId}: ${r.why}`);
+  }
   if (result.lost) {
     lines.push(
       `  ${resultStyle.red.bold('LOST')} revisions ${result.lost.fromRevision}..${result.lost.toRevision}${result.lost.delta ? ` (${result.lost.delta})` : ''}: ${result.lost.reason}`,
+    );
+  }
+  if (result.uncertain) {
+    const { known, readBack } = result.uncertain;
+    lines.push(
+      `  ${resultStyle.red.bold('UNSURE')} the state at --to-time: revision ${known.revision} was known at ${known.at}, revisions ${readBack.from}..${readBack.to} were read back from etcd from ${readBack.firstSeenAt} on (not watched live); restored ${known.revision}`,
+    );
+  }
+  if (result.timesUnrecorded) {
+    lines.push(
+      `  note: ${result.timesUnrecorded} does not record which of its events came live (ebr's, or an older etcd-steward's): etcd may have been past revision ${result.revision} at --to-time`,
     );
   }
   if (result.setAside) {

@@ -1,10 +1,13 @@
 import type { Writable } from 'node:stream';
 import {
+  addRange,
   type CompressionPolicy,
   compressionSuffix,
   compressor,
   DeltaEncoder,
   type DeltaEvent,
+  formatReadBack,
+  type RevisionRanges,
   snapshotName,
 } from '@etcd-steward/core/format';
 import type { Spool, SpoolDraft, SpooledDelta } from './spool.js';
@@ -20,6 +23,8 @@ export class OpenDelta {
   lastRevision: number;
   /** When its oldest event was seen (ms since the epoch), for the delta lag. */
   private oldestEventAt = 0;
+  /** The revisions written that were read back from etcd's history rather than received live (format/read-back.ts). */
+  private readonly readBack: RevisionRanges = [];
 
   private readonly encoder = new DeltaEncoder();
   private readonly draft: SpoolDraft;
@@ -55,9 +60,13 @@ export class OpenDelta {
     return undefined;
   }
 
-  /** Writes `events` (which `gap` accepted); waits while the compressor or the disk is behind. */
-  async add(events: readonly DeltaEvent[]): Promise<void> {
+  /**
+   * Writes `events` (which `gap` accepted); waits while the compressor or the disk is behind. `readBack`: they were
+   * read back from etcd's history, not received live (WatchBatch.readBack).
+   */
+  async add(events: readonly DeltaEvent[], readBack = false): Promise<void> {
     if (events.length === 0) return;
+    if (readBack) addRange(this.readBack, events[0].modRevision, events[events.length - 1].modRevision);
     if (this.oldestEventAt === 0) this.oldestEventAt = Date.parse(events[0].time);
     for (const e of events) {
       if (this.encoder.destroyed) throw writeFailure(this.encoder);
@@ -82,6 +91,7 @@ export class OpenDelta {
       lastRevision: this.lastRevision,
       oldestEventAt: this.oldestEventAt,
       line: this.line,
+      readBack: formatReadBack(this.readBack),
     });
   }
 

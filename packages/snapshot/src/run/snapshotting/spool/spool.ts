@@ -38,12 +38,18 @@ export interface SpooledDelta {
   line: number | null;
   /** A full snapshot's revision digest (revision-digest.ts), recorded as object metadata when it is uploaded. */
   revisionDigest: string | null;
+  /**
+   * A delta's revisions read back from etcd's history rather than received live (format/read-back.ts's value),
+   * recorded as object metadata when it is uploaded; null for a full snapshot, or a delta spooled by an older version.
+   */
+  readBack?: string | null;
 }
 
 export type NewDelta = Pick<SpooledDelta, 'name' | 'startRevision' | 'lastRevision' | 'oldestEventAt'> & {
   etcdVersion?: string | null;
   line?: number | null;
   revisionDigest?: string | null;
+  readBack?: string | null;
   /** When the bytes given are already compressed; otherwise what the source gives is counted. */
   decompressedBytes?: number | null;
 };
@@ -72,12 +78,13 @@ const SCHEMA = `
     etcd_version TEXT,
     decompressed_bytes INTEGER,
     line INTEGER,
-    revision_digest TEXT
+    revision_digest TEXT,
+    read_back TEXT
   );
   CREATE TABLE IF NOT EXISTS lines (id INTEGER PRIMARY KEY AUTOINCREMENT)`;
 
 const COLUMNS =
-  'id, name, start_revision AS startRevision, last_revision AS lastRevision, bytes, sha256, oldest_event_at AS oldestEventAt, etcd_version AS etcdVersion, decompressed_bytes AS decompressedBytes, line, revision_digest AS revisionDigest';
+  'id, name, start_revision AS startRevision, last_revision AS lastRevision, bytes, sha256, oldest_event_at AS oldestEventAt, etcd_version AS etcdVersion, decompressed_bytes AS decompressedBytes, line, revision_digest AS revisionDigest, read_back AS readBack';
 
 /**
  * The sidecar's durable queue of deltas on their way to the store (`--spool-dir`), after the full snapshot that
@@ -114,6 +121,8 @@ export class Spool {
       if (!columns.some((c) => c.name === 'line')) {
         db.exec('ALTER TABLE deltas ADD COLUMN line INTEGER; ALTER TABLE deltas ADD COLUMN revision_digest TEXT');
       }
+      // ... and before read-back revisions.
+      if (!columns.some((c) => c.name === 'read_back')) db.exec('ALTER TABLE deltas ADD COLUMN read_back TEXT');
     } catch (err) {
       const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
       throw new UsageError(`--spool-dir ${dir}: cannot keep a spool there (${reason}); give a writable directory`);
@@ -175,7 +184,7 @@ export class Spool {
         await this.place(part, delta.name);
         const { lastInsertRowid } = this.db
           .prepare(
-            'INSERT INTO deltas (name, start_revision, last_revision, bytes, sha256, oldest_event_at, etcd_version, decompressed_bytes, line, revision_digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+            'INSERT INTO deltas (name, start_revision, last_revision, bytes, sha256, oldest_event_at, etcd_version, decompressed_bytes, line, revision_digest, read_back) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
           )
           .run(
             delta.name,
@@ -188,6 +197,7 @@ export class Spool {
             decompressedBytes,
             delta.line ?? null,
             delta.revisionDigest ?? null,
+            delta.readBack ?? null,
           );
         return {
           id: Number(lastInsertRowid),
@@ -198,6 +208,7 @@ export class Spool {
           decompressedBytes,
           line: delta.line ?? null,
           revisionDigest: delta.revisionDigest ?? null,
+          readBack: delta.readBack ?? null,
         };
       },
       discard: async () => {

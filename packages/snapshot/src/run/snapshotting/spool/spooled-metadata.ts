@@ -1,5 +1,5 @@
 import { METADATA_DB_SIZE, METADATA_ETCD_VERSION, METADATA_REVISION_DIGEST } from '@etcd-steward/core/backup';
-import { METADATA_DECOMPRESSED_SIZE } from '@etcd-steward/core/format';
+import { METADATA_DECOMPRESSED_SIZE, METADATA_READ_BACK } from '@etcd-steward/core/format';
 import { METADATA_SHA256 } from '@etcd-steward/core/store';
 import { isSpooledFull, type SpooledDelta } from './spool.js';
 
@@ -10,8 +10,9 @@ export function spooledMetadata(entry: SpooledDelta): Record<string, string> {
     if (entry.etcdVersion) metadata[METADATA_ETCD_VERSION] = entry.etcdVersion;
     if (entry.decompressedBytes) metadata[METADATA_DB_SIZE] = String(entry.decompressedBytes);
     if (entry.revisionDigest) metadata[METADATA_REVISION_DIGEST] = entry.revisionDigest;
-  } else if (entry.decompressedBytes) {
-    metadata[METADATA_DECOMPRESSED_SIZE] = String(entry.decompressedBytes);
+  } else {
+    if (entry.decompressedBytes) metadata[METADATA_DECOMPRESSED_SIZE] = String(entry.decompressedBytes);
+    if (entry.readBack) metadata[METADATA_READ_BACK] = entry.readBack;
   }
   return metadata;
 }
