@@ -39,8 +39,13 @@ export function flagReference(all: CommandFlags[]): string {
     table(shared),
   ];
   for (const c of all) {
-    // A program with commands: its flags are those of its commands (the default one's among them).
-    if (c.command === undefined && all.some((o) => o.program === c.program && o.command !== undefined)) continue;
+    // A program with commands: its flags are those of its commands (a named default one's among them), unless it
+    // has flags no command lists (an unnamed default command's, as etcd-restore's beside its log and get).
+    const commands = all.filter((o) => o.program === c.program && o.command !== undefined);
+    const ownFlags = c.flags.some(
+      (f) => !SHARED.includes(f.name) && !commands.some((o) => o.flags.some((g) => g.name === f.name)),
+    );
+    if (c.command === undefined && commands.length > 0 && !ownFlags) continue;
     const own = c.flags.filter((f) => !SHARED.includes(f.name));
     parts.push('', `## ${c.program}${c.command ? ` ${c.command}` : ''}`, '');
     if (c.summary) parts.push(c.summary, '');

@@ -25,6 +25,7 @@ import { startCluster } from '@etcd-steward/testing';
 import { measureCompaction } from './compact-run.ts';
 import { loadConfigMaps } from './config-maps.ts';
 import { ebrCommand } from './ebr.ts';
+import { measureLog } from './log-run.ts';
 import { type Measurement, measure, printTable } from './measure.ts';
 import { failure, measureRestore } from './restore-run.ts';
 import { measureEtcdctlSave, measureSave } from './save-run.ts';
@@ -196,6 +197,18 @@ try {
     'ebr restore',
     ebrCommand('restore', ebrStore, { dataDir: join(work, 'ebr-restored') }),
   );
+
+  // The bad write found from the store alone: one key's history read from the whole chain (every delta, and the
+  // full snapshot's state), which should cost no more than restoring that chain (docs/restore.md).
+  const logged = await measureLog(storeDir, revisions, over);
+  if (logged.wrong) wrong.push(`etcd-restore log: ${logged.wrong}`);
+  rows.push({
+    program: 'etcd-restore log --prefix (one key)',
+    ours: logged.run,
+    reference: 'etcd-restore (full + deltas)',
+    theirs: restore.run,
+    result: logged.wrong ? 'WRONG ROWS' : logged.result,
+  });
 
   const compaction = await measureCompaction(compactStore, work);
   const compactDir = join(work, 'restored-compacted');
