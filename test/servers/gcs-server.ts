@@ -27,6 +27,13 @@ export interface GcsTestServer extends TestServer {
   openSessions(): number;
   /** Puts an object under retention until `until` (as a bucket retention policy or object retention would). */
   retainObject(bucket: string, name: string, until: Date): void;
+  /** What the bucket's resource says of object versioning and its retention policy (as GCS's JSON API shows them). */
+  configureBucket(bucket: string, config: GcsBucketConfig): void;
+}
+
+export interface GcsBucketConfig {
+  versioning?: boolean;
+  retentionPolicy?: { retentionPeriodSeconds: number; isLocked?: boolean };
 }
 
 interface StoredObject {
@@ -73,6 +80,7 @@ export async function startGcsServer(): Promise<GcsTestServer> {
   const objects = new Map<string, StoredObject>(); // `${bucket}/${name}`
   const sessions = new Map<string, Session>();
   const retention = new Map<string, Date>(); // `${bucket}/${name}`
+  const bucketConfigs = new Map<string, GcsBucketConfig>();
   let generation = Date.now() * 1000;
   let nextFile = 0;
   const newFile = () => join(dir, `${nextFile++}.bin`);
@@ -109,7 +117,7 @@ export async function startGcsServer(): Promise<GcsTestServer> {
     const bucket = decodeURIComponent(bucketMatch[1]);
     if (!buckets.has(bucket)) throw new HttpError(404, 'The specified bucket does not exist.', 'notFound');
     if (!bucketMatch[2]) {
-      if (method === 'GET') return sendJson(res, 200, bucketResource(bucket));
+      if (method === 'GET') return sendJson(res, 200, bucketResource(bucket, bucketConfigs.get(bucket)));
       throw new HttpError(405, `${method} on a bucket is not supported here`);
     }
     if (bucketMatch[3] === undefined) {
@@ -355,6 +363,7 @@ export async function startGcsServer(): Promise<GcsTestServer> {
     createBucket: (name) => buckets.add(name),
     openSessions: () => [...sessions.values()].filter((s) => !s.done && s.received > 0).length,
     retainObject: (bucket, name, until) => retention.set(`${bucket}/${name}`, until),
+    configureBucket: (bucket, config) => bucketConfigs.set(bucket, config),
     stop: async () => {
       await closeServer(server);
       await rm(dir, { recursive: true, force: true });
@@ -376,8 +385,25 @@ function hashes(): { crc: Crc32c; md5: ReturnType<typeof createHash> } {
   return { crc: new Crc32c(), md5: createHash('md5') };
 }
 
-function bucketResource(name: string) {
-  return { kind: 'storage#bucket', id: name, name, location: 'US', storageClass: 'STANDARD' };
+function bucketResource(name: string, config: GcsBucketConfig = {}) {
+  const policy = config.retentionPolicy;
+  return {
+    kind: 'storage#bucket',
+    id: name,
+    name,
+    location: 'US',
+    storageClass: 'STANDARD',
+    ...(config.versioning !== undefined ? { versioning: { enabled: config.versioning } } : {}),
+    ...(policy
+      ? {
+          retentionPolicy: {
+            retentionPeriod: String(policy.retentionPeriodSeconds),
+            effectiveTime: new Date(0).toISOString(),
+            ...(policy.isLocked ? { isLocked: true } : {}),
+          },
+        }
+      : {}),
+  };
 }
 
 function objectResource(o: StoredObject) {

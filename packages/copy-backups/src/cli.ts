@@ -1,5 +1,5 @@
 import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
+import { mkdir, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname } from 'node:path';
 import {
@@ -220,7 +220,7 @@ await programArgs('etcd-copy-backups', argv)
   )
   .command(
     'verify',
-    `Read and check every snapshot of a store and the continuity of its chains; report what restores up to which revision and what is damaged. With --against: restore the newest chain into scratch instead and prove it against the live cluster (etcd's HashKV, docs/proof.md). Exit code: ${VERIFY_EXIT_CODES.restorable} the newest revision restores (with --against: proven), ${VERIFY_EXIT_CODES.notRestorable} it does not, ${PROOF_EXIT_CODES.mismatch} it differs from the cluster, ${PROOF_EXIT_CODES.unprovable} it cannot be proven now, ${PROOF_EXIT_CODES.foreign} the store holds another cluster's history, 1 the check itself failed, 2 bad usage.`,
+    `Read and check every snapshot of a store and the continuity of its chains; report what restores up to which revision and what is damaged. With --against: restore the newest chain into scratch instead and prove it against the live cluster (etcd's HashKV, docs/proof.md). Exit code: ${VERIFY_EXIT_CODES.restorable} the newest revision restores (with --against: proven), ${VERIFY_EXIT_CODES.notRestorable} it does not, ${VERIFY_EXIT_CODES.tampered} it does, but snapshots were hidden or replaced since they were stored (read from their older versions), ${PROOF_EXIT_CODES.mismatch} it differs from the cluster, ${PROOF_EXIT_CODES.unprovable} it cannot be proven now, ${PROOF_EXIT_CODES.foreign} the store holds another cluster's history, 1 the check itself failed, 2 bad usage.`,
     (y) =>
       etcdAccessOptions(
         storeOption(y)
@@ -239,7 +239,7 @@ await programArgs('etcd-copy-backups', argv)
           .option('temp-dir', {
             type: 'string',
             describe:
-              'With --against: where the scratch restore goes, about twice the db (default: the system temp dir)',
+              'With --against: where the scratch restore goes, about twice the db; created when missing (default: the system temp dir)',
           })
           .option('etcd-bin-dir', {
             type: 'string',
@@ -270,7 +270,9 @@ await programArgs('etcd-copy-backups', argv)
         }
         const against = await etcdConnection({ ...args, endpoints: args.against });
         const tempDir = args['temp-dir'] ?? tmpdir();
-        await checkLocalDir(tempDir, '--temp-dir', { mustExist: true });
+        // created when missing, as the sidecar and the restore create theirs (a path that can never be one: exit 2)
+        await checkLocalDir(tempDir, '--temp-dir');
+        await mkdir(tempDir, { recursive: true });
         const result = await proveStore({
           store: args.store,
           encryptionKeyFile: args['encryption-key-file'],

@@ -13,9 +13,10 @@ import {
 } from '../format/decompressed-limit.js';
 import { type DeltaEvent, DeltaParser } from '../format/delta-format.js';
 import { DeltaTrailerCheck } from '../format/delta-trailer-check.js';
-import type { SnapStore } from '../store/snapstore.js';
+import { ObjectNotFoundError, type SnapStore } from '../store/snapstore.js';
 import { StoredDigest, verifyStoredDigest } from '../store/stored-digest.js';
 import type { CatalogEntry } from './snapshot-catalog.js';
+import { type OnRecovered, readThroughVersions, versionOf } from './stored-versions.js';
 
 /** What a fetched delta turned out to be. */
 export interface DeltaFacts {
@@ -30,23 +31,41 @@ export interface DeltaFacts {
  * recorded sha256 (when the object has one) and the JSON against the delta's own sha256 trailer. Decompression
  * stops at the delta's recorded size, or at what etcd could have written after `base` (deltaDecompressedLimit). So a
  * damaged or truncated delta is found before any of its events is applied, without parsing it twice; what
- * only parsing can tell (revisions in order, within the name's range) is checked as the events are read.
+ * only parsing can tell (revisions in order, within the name's range) is checked as the events are read. In a catalog
+ * listed with versions, a delta whose version does not verify is read from the next older one (stored-versions.ts),
+ * reported to `onRecovered`.
  */
 export async function fetchDelta(
   store: SnapStore,
   entry: CatalogEntry,
   file: string,
-  options: { signal?: AbortSignal; base?: ChainBase } = {},
+  options: { signal?: AbortSignal; base?: ChainBase; onRecovered?: OnRecovered } = {},
+): Promise<DeltaFacts> {
+  return readThroughVersions(
+    entry,
+    (version) => fetchDeltaVersion(store, version, file, options),
+    isUnusableObject,
+    options.onRecovered,
+  );
+}
+
+async function fetchDeltaVersion(
+  store: SnapStore,
+  entry: CatalogEntry,
+  file: string,
+  options: { signal?: AbortSignal; base?: ChainBase },
 ): Promise<DeltaFacts> {
   const label = `${store.location}/${entry.name}`;
   const stored = new StoredDigest();
   const check = new DeltaTrailerCheck(label);
+  const version = versionOf(entry);
   // S3 listings carry no metadata: ask, once for both the size and the digest.
-  const metadata = Object.keys(entry.metadata).length > 0 ? entry.metadata : (await store.stat(entry.name))?.metadata;
+  const metadata =
+    Object.keys(entry.metadata).length > 0 ? entry.metadata : (await store.stat(entry.name, version))?.metadata;
   const recorded = recordedSize(metadata?.[METADATA_DECOMPRESSED_SIZE]);
   const { limit, why } = deltaDecompressedLimit(entry, recorded, options.base);
   await pipeline(
-    await store.get(entry.name),
+    await store.get(entry.name, version),
     stored,
     decompressor(entry.compression),
     new DecompressedLimit(limit, label, why),
@@ -59,7 +78,7 @@ export async function fetchDelta(
       ? new IntegrityError(`${label} is damaged: it does not decompress (${(err as Error).message})`, { cause: err })
       : err;
   });
-  await verifyStoredDigest(store, { name: entry.name, metadata: metadata ?? {} }, stored, label);
+  await verifyStoredDigest(store, { name: entry.name, metadata: metadata ?? {}, ...version }, stored, label);
   return { storedSize: stored.size, size: check.size };
 }
 
@@ -138,4 +157,9 @@ export async function* readDeltaEvents(
 export function isDecompressionError(err: unknown): boolean {
   const code = (err as NodeJS.ErrnoException)?.code;
   return typeof code === 'string' && (code.startsWith('Z_') || code.startsWith('ZSTD_'));
+}
+
+/** Whether a read failed for what the object is (damaged, or gone), not for the store or the disk. */
+export function isUnusableObject(err: unknown): boolean {
+  return err instanceof IntegrityError || isDecompressionError(err) || err instanceof ObjectNotFoundError;
 }

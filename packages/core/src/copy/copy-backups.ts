@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type CatalogEntry, listSnapshots } from '../backup/snapshot-catalog.js';
+import { type CatalogEntry, catalogStore, listSnapshots } from '../backup/snapshot-catalog.js';
+import { type RecoveredObject, readThroughVersions } from '../backup/stored-versions.js';
 import { IntegrityError, UsageError } from '../common/errors.js';
 import { type Logger, silentLogger } from '../common/logger.js';
 import { prefetchInOrder } from '../common/ordered-prefetch.js';
@@ -52,6 +53,8 @@ export interface CopySummary {
   bytesPerSecond: number;
   /** With waitForFinalSnapshot: whether one appeared before the timeout. */
   finalSnapshot?: 'found' | 'timed out';
+  /** Source snapshots hidden or replaced since they were stored, copied from the version named (stored-versions.ts). */
+  recovered?: RecoveredObject[];
 }
 
 /** ebr's interval between looks for a final snapshot. */
@@ -96,7 +99,11 @@ export async function copyBackups(options: CopyBackupsOptions): Promise<CopySumm
       const finalSnapshot = options.waitForFinalSnapshot
         ? await waitForFinalSnapshot(from, options.waitForFinalSnapshot, logger, options.signal)
         : undefined;
-      const selected = selectBackups(await listSnapshots(from), options);
+      // the source with its versions, as a restore reads it: what was hidden or replaced there is copied as stored
+      const listed = await catalogStore(from, { versions: true });
+      if (listed.versionsUnreadable) logger.warn(`${from.location}: ${listed.versionsUnreadable}`);
+      const selected = selectBackups(listed.snapshots, options);
+      const recovered: RecoveredObject[] = [];
       const held = new Map((await listSnapshots(to)).map((e) => [e.name, e]));
       const wanted: CatalogEntry[] = [];
       for (const entry of selected) {
@@ -124,11 +131,20 @@ export async function copyBackups(options: CopyBackupsOptions): Promise<CopySumm
       const outcomes = prefetchInOrder(
         wanted,
         (entry, signal) =>
-          copyObject(from, to, entry, {
-            signal,
-            check: options.check ?? 'stored',
-            onBytes: (n) => progress.addBytes(n),
-          }),
+          readThroughVersions(
+            entry,
+            (version) =>
+              copyObject(from, to, version, {
+                signal,
+                check: options.check ?? 'stored',
+                onBytes: (n) => progress.addBytes(n),
+              }),
+            (err) => err instanceof IntegrityError,
+            (r) => {
+              recovered.push(r);
+              logger.warn('copied a snapshot hidden or replaced since it was stored, from its older version', { ...r });
+            },
+          ),
         { concurrency: options.maxParallel, signal: options.signal },
       );
       for await (const outcome of outcomes) {
@@ -162,6 +178,10 @@ export async function copyBackups(options: CopyBackupsOptions): Promise<CopySumm
         durationMs,
         bytesPerSecond: Math.round(progress.rate()),
         ...(finalSnapshot ? { finalSnapshot } : {}),
+        // in the store's order, oldest first, whatever order the copies ended in
+        ...(recovered.length > 0
+          ? { recovered: listed.snapshots.flatMap((e) => recovered.filter((r) => r.name === e.name)) }
+          : {}),
       };
     } finally {
       await to.close?.();

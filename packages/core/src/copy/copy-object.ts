@@ -1,9 +1,11 @@
 import { pipeline, Transform } from 'node:stream';
 import { METADATA_REVISION_DIGEST } from '../backup/revision-digest.js';
 import type { CatalogEntry } from '../backup/snapshot-catalog.js';
+import { versionOf } from '../backup/stored-versions.js';
 import { METADATA_DB_SIZE, METADATA_ETCD_VERSION } from '../backup/take-full-snapshot.js';
 import { boundedMemory } from '../common/memory-bound.js';
 import { METADATA_DECOMPRESSED_SIZE } from '../format/decompressed-limit.js';
+import { METADATA_READ_BACK } from '../format/read-back.js';
 import { wasDecrypted } from '../store/encrypted-store.js';
 import { checkMetadata } from '../store/metadata.js';
 import type { SnapStore } from '../store/snapstore.js';
@@ -25,6 +27,7 @@ const CARRIED = [
   METADATA_DECOMPRESSED_SIZE,
   METADATA_ETCD_VERSION,
   METADATA_REVISION_DIGEST,
+  METADATA_READ_BACK,
 ];
 
 /**
@@ -33,7 +36,9 @@ const CARRIED = [
  */
 export async function objectMetadata(store: SnapStore, entry: CatalogEntry): Promise<Record<string, string>> {
   const raw =
-    Object.keys(entry.metadata).length > 0 ? entry.metadata : ((await store.stat(entry.name))?.metadata ?? {});
+    Object.keys(entry.metadata).length > 0
+      ? entry.metadata
+      : ((await store.stat(entry.name, versionOf(entry)))?.metadata ?? {});
   const carried: Record<string, string> = {};
   for (const key of CARRIED) {
     const value = raw[key];
@@ -59,7 +64,7 @@ export async function copyObject(
   options: { signal?: AbortSignal; onBytes?: (bytes: number) => void; check?: CopyCheck } = {},
 ): Promise<CheckedObject> {
   const metadata = await objectMetadata(from, entry);
-  const source = await from.get(entry.name);
+  const source = await from.get(entry.name, versionOf(entry));
   const check = checkObject(entry, metadata, `${from.location}/${entry.name}`, {
     decrypted: () => wasDecrypted(source),
     storedDigestSuffices: options.check === 'stored',

@@ -1,12 +1,13 @@
 import { pipeline } from 'node:stream';
-import { type CatalogEntry, listSnapshots } from '../backup/snapshot-catalog.js';
+import { type CatalogEntry, catalogStore } from '../backup/snapshot-catalog.js';
 import { planChains } from '../backup/snapshot-chain.js';
-import { IntegrityError, UsageError } from '../common/errors.js';
+import { type RecoveredObject, readThroughVersions, versionOf } from '../backup/stored-versions.js';
+import { errorMessage, IntegrityError, UsageError } from '../common/errors.js';
 import { type Logger, silentLogger } from '../common/logger.js';
 import { prefetchInOrder } from '../common/ordered-prefetch.js';
 import { wasDecrypted } from '../store/encrypted-store.js';
 import { openStore } from '../store/location.js';
-import type { SnapStore } from '../store/snapstore.js';
+import type { SnapStore, StoreProtection } from '../store/snapstore.js';
 import type { DamagedObject } from './copy-backups.js';
 import { objectMetadata } from './copy-object.js';
 import { CopyProgress } from './copy-progress.js';
@@ -19,6 +20,12 @@ export const VERIFY_EXIT_CODES = {
   restorable: 0,
   /** It does not: the newest chain has a damaged or missing object (what is restorable, and to where, is reported). */
   notRestorable: 3,
+  /**
+   * It does, but snapshots were hidden (a delete marker) or replaced (a newer version that does not verify) since
+   * they were stored, and are read from their older versions: what an attack or a mistake looks like
+   * (docs/operator.md, "The backups were tampered with").
+   */
+  tampered: 7,
 } as const;
 
 export interface VerifyOptions {
@@ -44,6 +51,10 @@ export interface StoreVerifyReport {
   missing?: { from: number; to: number };
   /** Sound full snapshots from which no chain of sound deltas reaches the newest revision, and what it misses. */
   fallbackGaps: FallbackGap[];
+  /** Snapshots hidden or replaced since they were stored, each read from the version named. */
+  recovered: RecoveredObject[];
+  /** How the provider protects the store, where it says (S3: versioning, Object Lock). */
+  protection?: StoreProtection;
   exitCode: number;
 }
 
@@ -58,7 +69,15 @@ export async function verifyStore(options: VerifyOptions): Promise<StoreVerifyRe
   const logger = options.logger ?? silentLogger;
   const store = await openStore(options.store, { encryptionKeyFile: options.encryptionKeyFile });
   try {
-    const entries = await listSnapshots(store);
+    const catalog = await catalogStore(store, { versions: true });
+    if (catalog.versionsUnreadable) logger.warn(`${store.location}: ${catalog.versionsUnreadable}`);
+    const entries = catalog.snapshots;
+    // where the provider says (S3, GCS); the others have no versions to read through either
+    const protection = await store.protection?.().catch((err: unknown) => {
+      logger.warn('cannot read how the store is protected', { reason: errorMessage(err) });
+      return undefined;
+    });
+    const recovered: RecoveredObject[] = [];
     const progress = new CopyProgress(
       logger,
       'verify',
@@ -67,7 +86,17 @@ export async function verifyStore(options: VerifyOptions): Promise<StoreVerifyRe
     );
     const damaged: DamagedObject[] = [];
     const sound: CatalogEntry[] = [];
-    const outcomes = prefetchInOrder(entries, (entry) => readAndCheck(store, entry, progress), {
+    const read = (entry: CatalogEntry) =>
+      readThroughVersions(
+        entry,
+        (version) => readAndCheck(store, version, progress),
+        (err) => err instanceof IntegrityError,
+        (r) => {
+          recovered.push(r);
+          logger.warn('a snapshot was hidden or replaced since it was stored; read from its older version', { ...r });
+        },
+      );
+    const outcomes = prefetchInOrder(entries, read, {
       concurrency: options.maxParallel,
       signal: options.signal,
     });
@@ -102,7 +131,13 @@ export async function verifyStore(options: VerifyOptions): Promise<StoreVerifyRe
         : {}),
       ...(best && !restores ? { missing: { from: reached + 1, to: resumes - 1 } } : {}),
       fallbackGaps: fallbackGaps(sound, newestRevision),
-      exitCode: restores ? VERIFY_EXIT_CODES.restorable : VERIFY_EXIT_CODES.notRestorable,
+      recovered: entries.flatMap((e) => recovered.find((r) => r.name === e.name) ?? []),
+      ...(protection ? { protection } : {}),
+      exitCode: !restores
+        ? VERIFY_EXIT_CODES.notRestorable
+        : recovered.length > 0
+          ? VERIFY_EXIT_CODES.tampered
+          : VERIFY_EXIT_CODES.restorable,
     };
   } finally {
     await store.close?.();
@@ -111,7 +146,7 @@ export async function verifyStore(options: VerifyOptions): Promise<StoreVerifyRe
 
 async function readAndCheck(store: SnapStore, entry: CatalogEntry, progress: CopyProgress): Promise<CheckedObject> {
   const metadata = await objectMetadata(store, entry);
-  const source = await store.get(entry.name);
+  const source = await store.get(entry.name, versionOf(entry));
   const check = checkObject(entry, metadata, `${store.location}/${entry.name}`, {
     revision: true,
     decrypted: () => wasDecrypted(source),

@@ -16,6 +16,7 @@ export function formatCopySummary(s: CopySummary): string {
     `copied ${s.copied} of ${s.selected} snapshot(s) from ${s.from} to ${s.to}: ${cost(s)}`,
     `  ${s.skipped} already there${s.vanished ? `, ${s.vanished} gone from the source meanwhile` : ''}`,
     ...(s.finalSnapshot ? [`  final full snapshot: ${s.finalSnapshot}`] : []),
+    ...(s.recovered ?? []).map((r) => `  RECOVERED ${r.name} from its version ${r.versionId}: ${r.why}`),
     ...damagedLines(s.damaged, 'copied'),
   ]);
 }
@@ -55,7 +56,14 @@ export function formatVerifyReport(r: StoreVerifyReport): string {
     `${r.store}: ${verdict}`,
     ...(r.restorable ? [`  from ${r.restorable.full} and ${r.restorable.deltas.length} delta(s)`] : []),
     `  ${r.objects} snapshot(s) read, ${formatBytes(r.bytes)}; ${r.damaged.length} damaged`,
+    ...(r.recovered.length > 0
+      ? [
+          `  ${r.recovered.length} snapshot(s) hidden or replaced since they were stored, read from older versions: see docs/operator.md, "The backups were tampered with"`,
+        ]
+      : []),
+    ...r.recovered.map((o) => `  RECOVERED ${o.name} from its version ${o.versionId}: ${o.why}`),
     ...r.damaged.map((d) => `  DAMAGED ${d.name}: ${d.problem}`),
+    ...(r.protection ? [`  protection: ${r.protection.summary}`] : []),
     ...r.fallbackGaps.map(
       (g) =>
         `  from ${g.full} (revision ${g.revision}) a restore stops short: revisions ${g.inNoDelta.map((r) => `${r.from}..${r.to}`).join(', ')} are in no sound delta`,

@@ -4,6 +4,7 @@ import { fetchDelta } from '../backup/fetch-delta.js';
 import { fetchFullSnapshot, isUnusableFullSnapshot, recordedDbSize } from '../backup/fetch-full-snapshot.js';
 import type { CatalogEntry } from '../backup/snapshot-catalog.js';
 import type { SnapshotChain } from '../backup/snapshot-chain.js';
+import type { OnRecovered } from '../backup/stored-versions.js';
 import { errorMessage, IntegrityError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import { type Fetched, prefetchInOrder } from '../common/ordered-prefetch.js';
@@ -69,7 +70,7 @@ export function unusableFullSnapshot(err: unknown, label: string): unknown {
 /** The store's objects fetched by the replaying process itself, `maxFetchers` deltas ahead. */
 export function storeSource(
   store: SnapStore,
-  options: { chain: SnapshotChain; workDir: string; maxFetchers: number; logger?: Logger },
+  options: { chain: SnapshotChain; workDir: string; maxFetchers: number; logger?: Logger; onRecovered?: OnRecovered },
 ): ChainSource {
   const { workDir, maxFetchers, logger } = options;
   const { full: chainFull, deltas } = options.chain;
@@ -84,7 +85,11 @@ export function storeSource(
       prefetchInOrder(
         deltas,
         async (entry, fetchSignal) => {
-          await fetchDelta(store, entry, deltaFile(workDir, entry), { signal: fetchSignal, base });
+          await fetchDelta(store, entry, deltaFile(workDir, entry), {
+            signal: fetchSignal,
+            base,
+            onRecovered: options.onRecovered,
+          });
           return deltaFile(workDir, entry);
         },
         { concurrency: maxFetchers, signal, discard: (file) => rm(file, { force: true }) },

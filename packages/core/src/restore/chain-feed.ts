@@ -2,6 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { CatalogEntry } from '../backup/snapshot-catalog.js';
 import type { SnapshotChain } from '../backup/snapshot-chain.js';
+import type { OnRecovered } from '../backup/stored-versions.js';
 import type { ParentChannel } from '../common/child-process.js';
 import { errorMessage, IntegrityError, OperationError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
@@ -61,6 +62,8 @@ export class ChainFeed {
       workDir: string;
       concurrency: number;
       logger: Logger;
+      /** Hears of each delta read from a version other than its current one (stored-versions.ts). */
+      onRecovered?: OnRecovered;
     },
   ) {
     const signal = this.controller.signal;
@@ -73,6 +76,7 @@ export class ChainFeed {
         workDir: options.workDir,
         maxFetchers: options.concurrency,
         logger: options.logger,
+        onRecovered: options.onRecovered,
       });
     });
     this.full = this.source.then((source) =>

@@ -1,4 +1,5 @@
 import type { SnapshotChain } from '../backup/snapshot-chain.js';
+import type { OnRecovered } from '../backup/stored-versions.js';
 import { childEntry, runChild } from '../common/child-process.js';
 import { IntegrityError, OperationError, UsageError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
@@ -57,6 +58,7 @@ export async function replayInChild(
   request: IsolatedReplayRequest,
   logger: Logger,
   signal?: AbortSignal,
+  onRecovered?: OnRecovered,
 ): Promise<ReplayOutcome> {
   const feed = request.fed
     ? new ChainFeed({
@@ -66,6 +68,7 @@ export async function replayInChild(
         workDir: request.workDir,
         concurrency: request.maxFetchers,
         logger,
+        onRecovered,
       })
     : undefined;
   try {

@@ -13,9 +13,12 @@ import { PlainSubstitutes, readHead } from './plain-substitutes.js';
 import {
   type GetOptions,
   ObjectNotFoundError,
+  type ObjectVersion,
   type PutOptions,
   type SnapStore,
+  type StatOptions,
   type StoredObject,
+  type StoreProtection,
 } from './snapstore.js';
 
 export { METADATA_ENCRYPTION_KEY_ID };
@@ -81,8 +84,9 @@ export class EncryptedStore implements SnapStore {
   async get(name: string, options: GetOptions = {}): Promise<Readable> {
     // A read from an offset resumes a download of the stored bytes, so it gives them as stored; no program reads
     // part of a snapshot otherwise.
-    if (options.offset || options.raw) return this.inner.get(name, { offset: options.offset });
-    const raw = await this.inner.get(name);
+    const { versionId } = options;
+    if (options.offset || options.raw) return this.inner.get(name, { offset: options.offset, versionId });
+    const raw = await this.inner.get(name, { versionId });
     const label = `${this.location}/${name}`;
     const keys = this.keys;
     const judges = keys && {
@@ -96,8 +100,17 @@ export class EncryptedStore implements SnapStore {
     return this.inner.list(prefix);
   }
 
-  stat(name: string): Promise<StoredObject | undefined> {
-    return this.inner.stat(name);
+  stat(name: string, options?: StatOptions): Promise<StoredObject | undefined> {
+    return this.inner.stat(name, options);
+  }
+
+  /** Present only where the provider keeps versions (an optional SnapStore method). */
+  get listVersions(): ((prefix?: string) => Promise<ObjectVersion[] | undefined>) | undefined {
+    return this.inner.listVersions?.bind(this.inner);
+  }
+
+  get protection(): (() => Promise<StoreProtection>) | undefined {
+    return this.inner.protection?.bind(this.inner);
   }
 
   delete(name: string): Promise<void> {

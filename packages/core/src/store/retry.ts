@@ -4,10 +4,13 @@ import { OperationError } from '../common/errors.js';
 import {
   type GetOptions,
   ObjectNotFoundError,
+  type ObjectVersion,
   type PutOptions,
   type RequestSender,
   type SnapStore,
+  type StatOptions,
   type StoredObject,
+  type StoreProtection,
 } from './snapstore.js';
 
 /**
@@ -120,10 +123,11 @@ export class RetryingStore implements SnapStore {
 
   /** Resumes a download that breaks off, at the byte where it stopped; the size comes from a stat first. */
   async get(name: string, options: GetOptions = {}): Promise<Readable> {
-    const object = await this.stat(name);
+    const { versionId } = options;
+    const object = await this.stat(name, { versionId });
     if (!object) throw new ObjectNotFoundError(this.location, name);
     let offset = options.offset ?? 0;
-    const first = await retry(() => this.inner.get(name, { offset }), this.policy);
+    const first = await retry(() => this.inner.get(name, { offset, versionId }), this.policy);
     const { inner, policy, location } = this;
     async function* resuming(): AsyncGenerator<Buffer> {
       let current: Readable | undefined = first;
@@ -131,7 +135,7 @@ export class RetryingStore implements SnapStore {
       const backoff = new Backoff(policy);
       while (true) {
         try {
-          current ??= await inner.get(name, { offset });
+          current ??= await inner.get(name, { offset, versionId });
           for await (const chunk of current) {
             offset += chunk.length;
             failures = 0;
@@ -158,8 +162,19 @@ export class RetryingStore implements SnapStore {
     return retry(() => this.inner.list(prefix), this.policy);
   }
 
-  stat(name: string): Promise<StoredObject | undefined> {
-    return retry(() => this.inner.stat(name), this.policy);
+  stat(name: string, options?: StatOptions): Promise<StoredObject | undefined> {
+    return retry(() => this.inner.stat(name, options), this.policy);
+  }
+
+  /** Present only where the provider keeps versions (an optional SnapStore method). */
+  get listVersions(): ((prefix?: string) => Promise<ObjectVersion[] | undefined>) | undefined {
+    const list = this.inner.listVersions?.bind(this.inner);
+    return list && ((prefix) => retry(() => list(prefix), this.policy));
+  }
+
+  get protection(): (() => Promise<StoreProtection>) | undefined {
+    const read = this.inner.protection?.bind(this.inner);
+    return read && (() => retry(read, this.policy));
   }
 
   delete(name: string): Promise<void> {

@@ -36,11 +36,13 @@ export class StoredDigest extends Transform {
  */
 export async function verifyStoredDigest(
   store: SnapStore,
-  object: { name: string; metadata: Record<string, string> },
+  object: { name: string; metadata: Record<string, string>; versionId?: string },
   digest: StoredDigest,
   label: string,
 ): Promise<void> {
-  const expected = object.metadata[METADATA_SHA256] ?? (await store.stat(object.name))?.metadata[METADATA_SHA256];
+  const expected =
+    object.metadata[METADATA_SHA256] ??
+    (await store.stat(object.name, { versionId: object.versionId }))?.metadata[METADATA_SHA256];
   if (expected && expected !== digest.sha256()) {
     throw new IntegrityError(`${label} is damaged: its bytes do not match the sha256 recorded when it was stored`);
   }

@@ -8,6 +8,7 @@ import { type DefragmentationArgs, defragmentationPart } from './maintenance/def
 import { type ProofRecordArgs, proofRecordPart } from './proof-record/proof-record-part.js';
 import type { SidecarPart } from './sidecar-part.js';
 import { type SnapshottingArgs, snapshottingPart } from './snapshotting/snapshotting-part.js';
+import { type StoreProtectionArgs, storeProtectionPart } from './store-protection/store-protection-part.js';
 
 /** Every part's flags, as yargs parsed them (the sidecar's own are in sidecar-config.ts). */
 export type PartArgs = SnapshottingArgs &
@@ -16,6 +17,7 @@ export type PartArgs = SnapshottingArgs &
   CorruptFenceArgs &
   GarbageCollectionArgs &
   ProofRecordArgs &
+  StoreProtectionArgs &
   KubernetesArgs &
   InitializationArgs &
   ApiArgs;
@@ -31,6 +33,7 @@ export const SIDECAR_PARTS: readonly SidecarPart<PartArgs>[] = [
   corruptFencePart,
   garbageCollectionPart,
   proofRecordPart,
+  storeProtectionPart,
   kubernetesPart,
   initializationPart,
   apiPart,

@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { type File, Storage } from '@google-cloud/storage';
+import { type BucketMetadata, type File, Storage } from '@google-cloud/storage';
 import { errorMessage, IntegrityError, OperationError, StewardError, UsageError } from '../../common/errors.js';
 import { filesVersion } from '../credential-files.js';
 import { checkMetadata } from '../metadata.js';
@@ -14,6 +14,7 @@ import {
   type PutOptions,
   type SnapStore,
   type StoredObject,
+  type StoreProtection,
   sendOnce,
 } from '../snapstore.js';
 import type { StoreLocation } from '../store-url.js';
@@ -139,6 +140,36 @@ export class GcsStore implements SnapStore {
       if (statusOf(err) === 404) return undefined;
       throw this.failure(`stat "${name}"`, err);
     }
+  }
+
+  /**
+   * A bucket retention policy keeps every object from deletion and overwrite until its period has passed (GCS refuses
+   * both outright, so nothing is hidden: an attack fails); locked, nobody can shorten or remove it. Object versioning
+   * keeps noncurrent generations, which these programs do not read back yet (docs/stores.md).
+   */
+  async protection(): Promise<StoreProtection> {
+    let metadata: BucketMetadata;
+    try {
+      const { storage } = await this.current();
+      [metadata] = await storage.bucket(this.config.bucket).getMetadata();
+    } catch (err) {
+      const reason = errorMessage(this.failure('read the bucket (grant storage.buckets.get)', err));
+      return { versioning: 'unknown', immutable: false, summary: 'protection unknown', unknown: [reason] };
+    }
+    const versioning = metadata.versioning?.enabled ? 'on' : 'off';
+    const seconds = Number(metadata.retentionPolicy?.retentionPeriod ?? 0);
+    const locked = metadata.retentionPolicy?.isLocked === true;
+    const retention =
+      seconds > 0
+        ? `retention policy ${+(seconds / 86_400).toFixed(2)} day(s)${locked ? ', locked' : ', not locked (a bucket owner can remove it)'}`
+        : 'no retention policy';
+    const immutable = seconds > 0;
+    return {
+      versioning,
+      ...(seconds > 0 ? { retentionPolicy: { seconds, locked } } : {}),
+      immutable,
+      summary: `versioning ${versioning}, ${retention}: ${immutable ? 'immutable: GCS refuses to delete or overwrite a snapshot before its retention ends' : 'not immutable: a snapshot deleted or overwritten is lost to these programs'}`,
+    };
   }
 
   async delete(name: string): Promise<void> {

@@ -11,6 +11,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { collectGarbage } from '../../common/memory-bound.js';
+import { parseSnapshotName } from '../../format/snapshot-name.js';
 import { checkMetadata } from '../metadata.js';
 import { checkObjectName, listingPrefix, nameOfKey, objectKey } from '../object-name.js';
 import { type RetryPolicy, retry, statusOf } from '../retry.js';
@@ -18,19 +19,25 @@ import {
   byName,
   type GetOptions,
   ImmutableObjectError,
+  ObjectExistsError,
   ObjectNotFoundError,
+  type ObjectVersion,
   type PutOptions,
   type RequestSender,
   type SnapStore,
+  type StatOptions,
   type StoredObject,
+  type StoreProtection,
   sendOnce,
 } from '../snapstore.js';
 import type { StoreLocation } from '../store-url.js';
+import { METADATA_SHA256 } from '../stored-digest.js';
 import { createS3Client } from './client.js';
 import { ecsConfig, ocsConfig } from './compatible.js';
 import { type S3Config, s3Config } from './config.js';
 import { s3Failure } from './errors.js';
 import { PutRequests } from './put-requests.js';
+import { objectLock, S3Versions } from './versions.js';
 
 /**
  * A bucket (and prefix) on S3 or an S3-compatible server. Uploads stream through lib-storage's Upload:
@@ -39,12 +46,14 @@ import { PutRequests } from './put-requests.js';
  */
 export class S3Store implements SnapStore {
   readonly location: string;
+  private readonly versions: S3Versions;
 
   constructor(
     private readonly config: S3Config,
     private readonly client: S3Client = createS3Client(config),
   ) {
     this.location = config.location;
+    this.versions = new S3Versions(config, client, () => this.customerKey());
   }
 
   /** Fails with a UsageError saying what to fix when the bucket is missing or the credentials are refused. */
@@ -62,6 +71,7 @@ export class S3Store implements SnapStore {
     const { signal } = options;
     signal?.throwIfAborted();
     const key = this.key(name);
+    if (await this.alreadyStored(name, key, body, options)) return;
     const requests = new PutRequests(this.client, options.send ?? sendOnce, {
       Bucket: this.config.bucket,
       Key: key,
@@ -100,6 +110,47 @@ export class S3Store implements SnapStore {
     }
   }
 
+  /**
+   * In a bucket that keeps versions, a snapshot put over one of the same name would not replace it but stack a newer
+   * version on it, which every reader then takes: refused, unless it is the same snapshot again (its recorded sha256),
+   * a retried upload whose first try went through. Other objects (the store lock) are rewritten as usual.
+   */
+  private async alreadyStored(name: string, key: string, body: Readable, options: PutOptions): Promise<boolean> {
+    if (!parseSnapshotName(name)) return false;
+    const send = options.send ?? sendOnce;
+    // a status that cannot be read (no s3:GetBucketVersioning) leaves the put as in an unversioned bucket
+    const versioned = await send(() => this.versions.versioning(), options.signal).then(
+      (status) => status !== undefined,
+      () => false,
+    );
+    if (!versioned) return false;
+    const there = await send(
+      () =>
+        this.client
+          .send(new HeadObjectCommand({ Bucket: this.config.bucket, Key: key, ...this.customerKey() }))
+          .catch((err: unknown) => {
+            if (statusOf(err) === 404) return undefined;
+            throw err;
+          }),
+      options.signal,
+    ).catch((err: unknown) => {
+      body.destroy();
+      throw s3Failure(this.config, `stat "${name}"`, err);
+    });
+    if (!there) return false;
+    const ours = options.metadata?.[METADATA_SHA256];
+    if (ours && there.Metadata?.[METADATA_SHA256] === ours) {
+      body.resume(); // not wanted, but read to its end: whatever feeds it ends as after a put
+      return true;
+    }
+    body.destroy();
+    throw new ObjectExistsError(
+      this.location,
+      name,
+      'the bucket keeps versions, so a put would stack a new version over the stored snapshot instead of replacing it (docs/stores.md, "Immutable stores")',
+    );
+  }
+
   async get(name: string, options: GetOptions = {}): Promise<Readable> {
     const offset = options.offset ?? 0;
     try {
@@ -107,6 +158,7 @@ export class S3Store implements SnapStore {
         new GetObjectCommand({
           Bucket: this.config.bucket,
           Key: this.key(name),
+          ...(options.versionId !== undefined && { VersionId: options.versionId }),
           ...(offset > 0 && { Range: `bytes=${offset}-` }),
           ...this.customerKey(),
         }),
@@ -146,10 +198,15 @@ export class S3Store implements SnapStore {
     return out.sort(byName);
   }
 
-  async stat(name: string): Promise<StoredObject | undefined> {
+  async stat(name: string, options: StatOptions = {}): Promise<StoredObject | undefined> {
     try {
       const head = await this.client.send(
-        new HeadObjectCommand({ Bucket: this.config.bucket, Key: this.key(name), ...this.customerKey() }),
+        new HeadObjectCommand({
+          Bucket: this.config.bucket,
+          Key: this.key(name),
+          ...(options.versionId !== undefined && { VersionId: options.versionId }),
+          ...this.customerKey(),
+        }),
       );
       return {
         name,
@@ -163,13 +220,28 @@ export class S3Store implements SnapStore {
     }
   }
 
+  /** Undefined when the bucket never had versioning turned on; rejects when its versioning cannot be read. */
+  listVersions(prefix = ''): Promise<ObjectVersion[] | undefined> {
+    return this.versions.list(prefix);
+  }
+
+  protection(): Promise<StoreProtection> {
+    return this.versions.protection();
+  }
+
   /**
-   * In a bucket with object lock, a delete without a version id succeeds by hiding the object behind a delete
-   * marker while the locked version stays: the object would look deleted and still be billed. So the object's
-   * lock is read first (HEAD shows it), and a locked object is refused as immutable rather than hidden.
+   * A delete without a version id does not delete in a bucket that keeps versions: it hides the object behind a
+   * delete marker while its versions stay, billed (and locked ones cannot go before their retention ends). So in
+   * such a bucket the name's versions are deleted by id (versions.ts), a snapshot with a locked one refused as
+   * immutable; elsewhere the object's lock is read first (HEAD shows it) and a locked object refused the same way.
    */
   async delete(name: string): Promise<void> {
     try {
+      if (await this.versions.keepsVersions()) {
+        const refused = await this.versions.delete(name, this.key(name));
+        if (refused) throw new ImmutableObjectError(this.location, name, refused.locked);
+        return;
+      }
       const head = await this.client
         .send(new HeadObjectCommand({ Bucket: this.config.bucket, Key: this.key(name), ...this.customerKey() }))
         .catch((err: unknown) => {
@@ -179,7 +251,11 @@ export class S3Store implements SnapStore {
       if (!head) return;
       const lock = objectLock(head.ObjectLockRetainUntilDate, head.ObjectLockLegalHoldStatus);
       if (lock) throw new ImmutableObjectError(this.location, name, lock);
-      await this.client.send(new DeleteObjectCommand({ Bucket: this.config.bucket, Key: this.key(name) }));
+      // a version id where the versioning could not be read: the bucket keeps versions, so that one goes, not the key
+      const versionId = head.VersionId && head.VersionId !== 'null' ? head.VersionId : undefined;
+      await this.client.send(
+        new DeleteObjectCommand({ Bucket: this.config.bucket, Key: this.key(name), VersionId: versionId }),
+      );
     } catch (err) {
       if (statusOf(err) === 404) return;
       if ((err as Error).name === 'AccessDenied' && /object lock/i.test((err as Error).message)) {
@@ -252,15 +328,6 @@ export class S3Store implements SnapStore {
     const sse = this.config.sseCustomer;
     return sse ? { SSECustomerAlgorithm: sse.algorithm, SSECustomerKey: sse.key } : {};
   }
-}
-
-/** Why S3 object lock keeps an object now, or undefined when it does not. */
-function objectLock(retainUntil: Date | undefined, legalHold: string | undefined): string | undefined {
-  if (legalHold === 'ON') return 'S3 object lock: legal hold';
-  if (retainUntil && retainUntil.getTime() > Date.now()) {
-    return `S3 object lock: retained until ${retainUntil.toISOString()}`;
-  }
-  return undefined;
 }
 
 type Configure = (location: StoreLocation, env: NodeJS.ProcessEnv) => Promise<S3Config>;
