@@ -1,7 +1,8 @@
 # etcd-steward: the six programs and etcdbrctl, Node 24 and etcd's tools (etcd, etcdctl, etcdutl 3.5.16) in one
 # image that runs as a non-root user. Build it with scripts/image, which assembles the build context this file reads from this
 # machine's own Node and etcd (no base image is pulled) and then smoke-tests the result:
-#   base.tar  the runtime: node, etcd, etcdctl, etcdutl, the C libraries they link, CA certificates, the user
+#   base.tar  the runtime: node, etcd, etcdctl, etcdutl, util-linux's flock (bootstrap's lock on etcd's db), the C
+#             libraries they link, CA certificates, the user
 #   app.tar   /opt/etcd-steward (the built workspace with its production dependencies) and the programs' commands
 FROM scratch AS runtime
 ADD base.tar /

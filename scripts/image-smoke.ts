@@ -73,6 +73,16 @@ try {
   console.log(run(['etcd-snapshot', 'save', endpoint, '--store=file:///tmp/smoke-store']).trim());
   console.log(run(['etcd-restore', '--store=file:///tmp/smoke-store', '--data-dir=/tmp/smoke-restored']).trim());
   console.log(run(['etcd-validate', 'check', '--data-dir=/tmp/smoke-restored']).trim());
+  // bootstrap takes etcd's lock on the db with the image's util-linux flock (exit 2 without it)
+  console.log(
+    run([
+      'etcd-validate',
+      'bootstrap',
+      '--data-dir=/tmp/smoke-restored',
+      '--store=file:///tmp/smoke-store',
+      '--dry-run',
+    ]).trim(),
+  );
   await druidSidecar(`http://127.0.0.1:${client}`);
   console.log('image smoke test passed');
 } finally {

@@ -270,6 +270,32 @@ describe('etcd-copy-backups (programs as processes, real etcd, the store test se
     );
   });
 
+  it('an import reports each object whose tar header is damaged and imports the others', async () => {
+    const tar = at('headers.tar');
+    expect((await runProgram('etcd-copy-backups', ['export', '--from', s3.url('source'), '--to', tar])).code).toBe(0);
+    const bytes = await readFile(tar);
+    const entries = tarEntries(bytes); // the manifest, then the three objects
+    expect(entries).toHaveLength(4);
+    // one byte of the first and of the last object's header name: their checksums no longer match
+    for (const damaged of [entries[1], entries[3]]) bytes[damaged.dataStart - 512 + 20] ^= 0x01;
+    await writeFile(at('damaged-headers.tar'), bytes);
+    const res = await runProgram('etcd-copy-backups', [
+      ...['import', '--from', at('damaged-headers.tar'), '--to', `file://${at('from-damaged-headers')}`],
+      ...['--output', 'json'],
+    ]);
+    expect(res.code).toBe(1);
+    const summary = JSON.parse(res.stdout);
+    const name = (e: { name: string }) => e.name.slice('objects/'.length);
+    expect(summary).toMatchObject({ objects: 3, imported: 1 });
+    expect(summary.damaged.map((d: { name: string }) => d.name)).toEqual([name(entries[1]), name(entries[3])]);
+    for (const d of summary.damaged) {
+      expect(d.problem).toMatch(/its tar header is damaged \(its checksum does not match\)/);
+    }
+    expect((await contents(new LocalStore(at('from-damaged-headers')))).map((o) => o.split(' ')[0])).toEqual([
+      name(entries[2]),
+    ]);
+  });
+
   it('exports and imports encrypted snapshots as stored beside plain ones, checked with the key or as stored bytes without; refuses a tampered byte and a wrong key', async () => {
     const keys = at('keys');
     await writeFile(keys, `k1 ${randomBytes(32).toString('hex')}\n`, { mode: 0o600 });
@@ -546,6 +572,41 @@ describe('etcd-copy-backups (programs as processes, real etcd, the store test se
     });
     expect(res.stderr).not.toMatch(/"level":"error"/);
     expect(res.code).toBe(0);
+  });
+
+  it('copies between one bucket and prefix on two S3 servers: ?endpoint= names another store', async () => {
+    // startS3Target points the default credentials at its own server: the first server's stay the source's
+    const credentials = process.env.AWS_APPLICATION_CREDENTIALS_JSON;
+    const other = await startS3Target();
+    process.env.AWS_APPLICATION_CREDENTIALS_JSON = credentials;
+    try {
+      const env = {
+        AWS_APPLICATION_CREDENTIALS_JSON: other.credentialsFile,
+        SOURCE_AWS_APPLICATION_CREDENTIALS_JSON: s3.credentialsFile,
+      };
+      const res = await runProgram(
+        'etcd-copy-backups',
+        ['--from', s3.url('source'), '--to', other.url('source'), '--newest-chain-only', '--output', 'json'],
+        env,
+      );
+      expect(res.stderr).not.toMatch(/same store/);
+      expect(res.code).toBe(0);
+      process.env.AWS_APPLICATION_CREDENTIALS_JSON = other.credentialsFile;
+      const copied = await listSnapshots(await other.open('source')).finally(() => {
+        process.env.AWS_APPLICATION_CREDENTIALS_JSON = credentials;
+      });
+      expect(copied.length).toBeGreaterThan(0);
+      // the same server spelled with a trailing slash is still the same store
+      const again = await runProgram(
+        'etcd-copy-backups',
+        ['--from', s3.url('source'), '--to', s3.url('source', { endpoint: `${s3.server.endpoint}/` })],
+        env,
+      );
+      expect(again.code).toBe(2);
+      expect(again.stderr).toMatch(/same store/);
+    } finally {
+      await other.stop();
+    }
   });
 
   it('waits for a final full snapshot as ebr does, and copies what there is after the timeout', async () => {

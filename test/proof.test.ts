@@ -1,4 +1,5 @@
-import { cp, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import {
   type CatalogEntry,
   compactHistory,
@@ -129,6 +130,22 @@ describe('the backups proven against the live cluster', () => {
     expect(report).toMatchObject({ outcome: 'proven', revision: storeRevision, proof: { verdict: 'proven' } });
     expect(report.proof.compactRevision).toBeGreaterThan(0);
     expect(report.proof.members[0].equal).toBe(true);
+  }, 60_000);
+
+  it('verify --against creates a --temp-dir that is not there yet, as the other programs do', async () => {
+    const scratch = at('scratch-not-yet', 'drill');
+    const args = ['verify', '--store', `file://${at('store')}`, '--against', cluster.endpoints.join(',')];
+    const result = await runProgram('etcd-copy-backups', [...args, '--temp-dir', scratch]);
+    expect(result.stderr).not.toMatch(/does not exist/);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(new RegExp(`proven revision ${storeRevision}`));
+    expect(await readdir(scratch)).toEqual([]); // its scratch restore removed, the folder left as asked for
+    // a path that can never be a folder is still refused before any work
+    const file = at('scratch-file');
+    await writeFile(file, 'x');
+    const refused = await runProgram('etcd-copy-backups', [...args, '--temp-dir', join(file, 'drill')]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/--temp-dir .* cannot be created: .* is not a directory/);
   }, 60_000);
 
   it("the restore drill's record shows in the sidecar's metrics", async () => {

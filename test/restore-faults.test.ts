@@ -13,6 +13,7 @@ import {
   type KeyspaceFingerprint,
   keyspaceFingerprint,
   LocalStore,
+  METADATA_DB_SIZE,
   METADATA_DECOMPRESSED_SIZE,
 } from '@etcd-steward/core';
 import {
@@ -223,6 +224,42 @@ describe('etcd-restore when things go wrong (programs as processes, real etcd)',
     expect(await exists(join(dir, 'recorded-bomb'))).toBe(false);
   });
 
+  it("does not trust a full snapshot's recorded db size past the compression-ratio bound: a bomb claiming 1 TiB is stopped at 64 MiB", async () => {
+    const store = await storeCopy('store-claimed-bomb');
+    const last = chain.lastRevision;
+    const pad = (n: number) => String(n).padStart(8, '0');
+    // the newest full, at the chain's last revision: passed over, the chain before it reaches the same revision
+    const name = `v2/Full-00000000-${pad(last)}-${Math.floor(chain.timeOf(last).getTime() / 1000) + 1}.zst`;
+    // 512 MiB of zeros after a real db's start, in a few KiB, whose db-size metadata claims a terabyte
+    const bomb = join(dir, 'claimed-bomb.zst');
+    await writeBomb(bomb, await readFile(join(store, chain.fulls[1].name)), 512 << 20);
+    await new LocalStore(store).put(name, createReadStream(bomb), {
+      metadata: { [METADATA_DB_SIZE]: String(2 ** 40) },
+    });
+
+    let peak = 0;
+    let watching = true;
+    const workDir = join(dir, '.claimed-bomb.restoring');
+    const watcher = (async () => {
+      while (watching) {
+        peak = Math.max(peak, await bytesUnder(workDir));
+        await sleep(20);
+      }
+    })();
+    const res = await restore(store, 'claimed-bomb');
+    watching = false;
+    await watcher;
+
+    // passed over as damaged: the previous full's chain restores
+    expect(res.stderr).toMatch(
+      new RegExp(
+        `${name} is damaged or hostile: it decompresses to more than 64\\.0 MiB \\(1000 times its stored size`,
+      ),
+    );
+    expect(res.code).toBe(0);
+    expect(peak).toBeLessThan(160 << 20); // the bound and the previous chain, never 512 MiB
+  });
+
   it('says plainly when the disk is full (ENOSPC), removes its scratch dir and leaves the target as it was', async (ctx) => {
     // A file system smaller than the snapshot: a tmpfs, which only root may mount.
     const volume = join(dir, 'small-volume');
@@ -244,8 +281,9 @@ describe('etcd-restore when things go wrong (programs as processes, real etcd)',
         '--force',
       ]);
       expect(res.code).toBe(1);
+      // the folder, the space the restore needs (its full snapshot recorded its db size) and what is free there
       expect(res.stderr).toMatch(
-        /"level":"error".*no space left on the device of .*small-volume.*the target was left as it was/,
+        /"level":"error".*no space left on the device of .*small-volume \(ENOSPC\), where the restore works beside --data-dir: it needs about \d[\d.]* [KMG]iB there \(twice the db of \d[\d.]* [KMG]iB\); \d[\d.]* (KiB|bytes|B) is free\. Free space there, or restore into a larger volume; the target was left as it was/,
       );
       expect(await readdir(volume)).toEqual(['etcd']);
       expect(await readdir(target)).toEqual(['keep']);

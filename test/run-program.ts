@@ -16,17 +16,22 @@ const bins: Record<string, string> = {
   'etcd-copy-backups': '../packages/copy-backups/bin/etcd-copy-backups.js',
 };
 
-/** Runs a built program as a user would (a separate Node process), never throwing on a non-zero exit. */
+/**
+ * Runs a built program as a user would (a separate Node process), never throwing on a non-zero exit; under the
+ * command `wrap` when given (e.g. IN_OWN_PID_NAMESPACE from pid-namespace.ts).
+ */
 export function runProgram(
   program: keyof typeof bins | string,
   args: string[],
   env: NodeJS.ProcessEnv = {},
+  wrap: string[] = [],
 ): Promise<ProgramResult> {
   const bin = fileURLToPath(new URL(bins[program], import.meta.url));
+  const [command, ...wrapArgs] = [...wrap, process.execPath];
   return new Promise((resolve) => {
     execFile(
-      process.execPath,
-      [bin, ...args],
+      command,
+      [...wrapArgs, bin, ...args],
       { env: { ...process.env, ...env }, maxBuffer: 64 << 20 },
       (err, stdout, stderr) => {
         const code = err

@@ -1,4 +1,4 @@
-import { keyspaceFingerprint, LocalStore, listAlarms, memberStatus, setAlarm } from '@etcd-steward/core';
+import { freePort, keyspaceFingerprint, LocalStore, listAlarms, memberStatus, setAlarm } from '@etcd-steward/core';
 import { startCluster } from '@etcd-steward/testing';
 import { expect, it, onTestFinished } from 'vitest';
 import { expectRestored, keyspaceOnceStored, metric, startSidecar, waitFor } from './sidecar-helpers.js';
@@ -99,4 +99,19 @@ it('a CORRUPT alarm on its member fails /healthz and stops snapshots from it unt
   await waitFor('snapshots to go on', async () => (await metric(url, 'etcd_snapshot_leader')) === 1);
   expect(await sidecar.stop()).toBe(0);
   expect(await sidecar.log()).toMatch(/"level":"error","msg":"CORRUPT alarm on this member/);
+});
+
+it('an alarm read that fails is logged once, not once by each component that reads the alarms', async () => {
+  // NOSPACE recovery and the CORRUPT fence both read etcd's alarms; with etcd down both reads fail
+  const sidecar = await startSidecar({
+    endpoint: `http://127.0.0.1:${await freePort()}`,
+    store: `file://${at('store-down')}`,
+    dir: at('sidecar-down'),
+    args: ['--alarm-check-period', '1s', '--no-snapshotter'],
+  });
+  onTestFinished(() => sidecar.kill());
+  const said = async () => ((await sidecar.log()).match(/cannot read etcd alarms/g) ?? []).length;
+  await waitFor('the first failed read', async () => (await said()) > 0);
+  await new Promise((resolve) => setTimeout(resolve, 4_000)); // several periods of both
+  expect(await said()).toBe(1);
 });

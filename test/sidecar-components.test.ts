@@ -77,6 +77,7 @@ describe("the sidecar's components, from their sources", () => {
       'kubernetes',
       'proof-record',
       'snapshotting',
+      'store-protection',
     ]);
     const owners = new Map<string, string[]>();
     for (const { part, flags } of parts) for (const f of flags) owners.set(f, [...(owners.get(f) ?? []), part.name]);
@@ -141,6 +142,7 @@ describe("the sidecar's components, switched on and off", () => {
     'corrupt-fence': ['--no-corrupt-fence'],
     'garbage-collection': ['--garbage-collection-period', '0'],
     'proof-record': ['--proof-record-period', '0'],
+    'store-protection': ['--store-protection-period', '0'],
     kubernetes: ['--no-enable-member-lease-renewal', '--no-etcd-member-resource'],
     initialization: ['--no-initialization'],
   };

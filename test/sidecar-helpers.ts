@@ -67,13 +67,17 @@ export async function startSidecar(options: {
   env?: NodeJS.ProcessEnv;
   /** With --server-tls-cert: the URL's scheme is https, and this answers whether /healthz at `url` answers. */
   https?: (url: string) => Promise<unknown>;
+  /** A command the sidecar runs under (e.g. IN_OWN_PID_NAMESPACE from pid-namespace.ts). */
+  wrap?: string[];
 }): Promise<SidecarProcess> {
   const port = options.port ?? (await freePort());
   await mkdir(options.dir, { recursive: true });
   const logFile = join(options.dir, 'sidecar.log');
+  const [command, ...wrapArgs] = [...(options.wrap ?? []), process.execPath];
   const child = spawn(
-    process.execPath,
+    command,
     [
+      ...wrapArgs,
       BIN,
       'run',
       '--endpoints',

@@ -1,9 +1,10 @@
-import { cp, mkdir, readdir, readFile } from 'node:fs/promises';
+import { cp, mkdir, readdir, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { freePort, type KeyspaceFingerprint } from '@etcd-steward/core';
 import { withBackedUpMember, withMember, writeWorkload } from '@etcd-steward/testing';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { damageKeyLeaf } from './data-dir-damage.js';
+import { canMakePidNamespaces, IN_OWN_PID_NAMESPACE, startEtcdInOwnPidNamespace } from './pid-namespace.js';
 import { runProgram } from './run-program.js';
 import { type SidecarProcess, startSidecar, waitFor } from './sidecar-helpers.js';
 import { tempDir } from './temp-dir.js';
@@ -124,6 +125,41 @@ describe('the sidecar initializes the data dir (etcd-snapshot run, no etcd runni
     });
     expect((await readdir(path('running'))).filter((n) => n.startsWith('data.bad-'))).toEqual([]);
   });
+
+  it.skipIf(!canMakePidNamespaces)(
+    "while etcd runs in another container and does not answer the sidecar's probe: Failed, the data dir left to etcd",
+    async () => {
+      // etcd in a PID namespace of its own, the sidecar in another (a pod's containers): the sidecar's /proc/locks
+      // does not list etcd's lock on the db (nor, the WAL elsewhere, any other: pid-namespace.ts says why), and its
+      // --endpoints name no etcd (wrong TLS settings or a slow etcd look alike)
+      const dataDir = path('other-namespace', 'data');
+      await cp(path('good', 'data'), dataDir, { recursive: true });
+      await rename(join(dataDir, 'member/wal'), path('other-namespace', 'wal'));
+      const etcd = await startEtcdInOwnPidNamespace(dataDir, path('other-namespace', 'etcd.log'), [
+        `--wal-dir=${path('other-namespace', 'wal')}`,
+      ]);
+      let namespaced: SidecarProcess | undefined;
+      try {
+        namespaced = await startSidecar({
+          endpoint: `http://127.0.0.1:${await freePort()}`,
+          store: `file://${path('store')}`,
+          dir: path('other-namespace', 'sidecar'),
+          args: ['--no-snapshotter', '--data-dir', dataDir],
+          wrap: IN_OWN_PID_NAMESPACE,
+        });
+        // no member/wal and below failbelowrevision: bootstrap would move it aside and restore
+        expect(await initialize(namespaced.url, `mode=full&failbelowrevision=${stored.revision + 1}`)).toBe('Failed');
+        expect(await namespaced.log()).toMatch(
+          /etcd is running on .*member\/snap\/db is locked by a process this one cannot see/,
+        );
+        expect((await readdir(path('other-namespace'))).sort()).toEqual(['data', 'etcd.log', 'sidecar', 'wal']);
+        expect((await fetch(`${etcd.endpoint}/health`)).status).toBe(200);
+      } finally {
+        await namespaced?.kill(); // SIGKILL: unshare blocks SIGTERM while it waits
+        await etcd.stop();
+      }
+    },
+  );
 
   it('without --data-dir there is nothing to check: Failed', async () => {
     const { url } = await start('no-data-dir', path('store'), []);

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,10 +21,26 @@ describe("ebr's store flags", () => {
   });
   afterAll(() => rm(dir, { recursive: true, force: true }));
 
-  it('--storage-provider Local --store-container DIR --store-prefix P reads DIR/P, as ebr does', async () => {
-    const ok = await list(['--storage-provider', 'Local', '--store-container', dir, '--store-prefix', 'demo']);
+  it('--storage-provider Local --store-container NAME --store-prefix P reads $HOME/NAME/P, as ebr and etcdbrctl do', async () => {
+    // a snapshot there, so that the listing shows which folder was read
+    const name = 'v2/Full-00000000-00000001-1700000000';
+    await mkdir(join(dir, 'backups', 'demo', 'v2'), { recursive: true });
+    await writeFile(join(dir, 'backups', 'demo', name), 'x');
+    const home = { ...process.env, HOME: dir };
+    const ok = await list(
+      ['--storage-provider', 'Local', '--store-container', 'backups', '--store-prefix', 'demo'],
+      home,
+    );
+    expect(ok.stderr).toBe('');
     expect(ok.code).toBe(0);
-    expect(JSON.parse(ok.stdout)).toEqual([]);
+    expect(JSON.parse(ok.stdout)).toMatchObject([{ name }]);
+    // ebr (v0.25 and later) joins even an absolute container to the home folder; a --store URL names any folder
+    const absolute = await list(
+      ['--storage-provider', 'Local', '--store-container', '/backups', '--store-prefix', 'demo'],
+      home,
+    );
+    expect(absolute.code).toBe(0);
+    expect(JSON.parse(absolute.stdout)).toMatchObject([{ name }]);
   });
 
   it('refuses unknown providers and both ways at once, with exit 2', async () => {

@@ -237,6 +237,22 @@ describe('etcd TLS files and endpoints (a real etcd)', () => {
     await expect(readdir(path('tls-store'))).rejects.toThrow(/ENOENT/);
   });
 
+  it('refuses an endpoint without a port, with a path or query, or with user info, before connecting', async () => {
+    // without the port gRPC dialled 80 and timed out; a path was dropped without a word
+    expect(usageError(await save(['--endpoints', '127.0.0.1']))).toMatch(
+      /--endpoints: "http:\/\/127.0.0.1" has no port; etcd's client port is usually 2379: write http:\/\/127.0.0.1:2379/,
+    );
+    expect(usageError(await save(['--endpoints', `https://etcd-main-client`]))).toMatch(/has no port/);
+    expect(usageError(await save(['--endpoints', `${cluster.endpoints[0]}/v3/kv`]))).toMatch(
+      new RegExp(`has a path, query or fragment, which etcd's gRPC does not use: write ${cluster.endpoints[0]}$`),
+    );
+    expect(usageError(await save(['--endpoints', `${cluster.endpoints[0]}?timeout=5s`]))).toMatch(/has a path, query/);
+    const userInfo = usageError(await save(['--endpoints', 'http://root:s3cret@127.0.0.1:2379']));
+    expect(userInfo).toMatch(/holds user info .*--user .*--password-file/);
+    expect(userInfo).not.toMatch(/s3cret/);
+    await expect(readdir(path('tls-store'))).rejects.toThrow(/ENOENT/);
+  });
+
   it('takes a bare host:port endpoint as http://host:port, as etcdctl does', async () => {
     const bare = cluster.endpoints[0].replace(/^http:\/\//, '');
     const result = await save(['--endpoints', bare, '--output', 'json']);

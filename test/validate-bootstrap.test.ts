@@ -1,9 +1,10 @@
-import { cp, mkdir, readdir, readFile, stat } from 'node:fs/promises';
+import { cp, mkdir, readdir, readFile, rename, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type BootstrapResult, freePort, type KeyspaceFingerprint } from '@etcd-steward/core';
 import { fingerprintRestored, withBackedUpMember, withMember, writeWorkload } from '@etcd-steward/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { xorByte } from './data-dir-damage.js';
+import { canMakePidNamespaces, IN_OWN_PID_NAMESPACE, startEtcdInOwnPidNamespace } from './pid-namespace.js';
 import { runProgram } from './run-program.js';
 import { tempDir } from './temp-dir.js';
 
@@ -86,6 +87,41 @@ describe('etcd-validate bootstrap (the built program, one member)', () => {
       expect(await siblings('running')).toEqual(['data', 'etcd.log']);
     });
   });
+
+  it.skipIf(!canMakePidNamespaces)(
+    "refuses (exit 2) an etcd of another PID namespace, which /proc/locks does not list: bbolt's lock on the db answers",
+    async () => {
+      // As in a pod: etcd in its container, bootstrap in another whose /proc shows neither etcd nor its db's lock.
+      // Its WAL elsewhere, so that no lock of the data dir shows in /proc/locks (pid-namespace.ts says why): the
+      // data dir then lacks member/wal, and without the lock bootstrap would move it aside and restore it.
+      const dataDir = await copy('other-namespace', 'stale');
+      await rename(join(dataDir, 'member/wal'), path('other-namespace', 'wal'));
+      const etcd = await startEtcdInOwnPidNamespace(dataDir, path('other-namespace', 'etcd.log'), [
+        `--wal-dir=${path('other-namespace', 'wal')}`,
+      ]);
+      try {
+        const { code, stderr } = await runProgram(
+          'etcd-validate',
+          ['bootstrap', '--data-dir', dataDir, '--store', storeUrl, '--output', 'json'],
+          { POD_NAMESPACE: '' },
+          IN_OWN_PID_NAMESPACE,
+        );
+        expect(stderr).toMatch(
+          /etcd is running on .*: .*member\/snap\/db is locked by a process this one cannot see \(another container, or another PID namespace\)\. .*stop that etcd first/,
+        );
+        expect(code).toBe(2);
+        expect(await siblings('other-namespace')).toEqual(['data', 'etcd.log', 'wal']);
+        // etcd still serves its data, which is where it was
+        expect((await fetch(`${etcd.endpoint}/health`)).status).toBe(200);
+      } finally {
+        await etcd.stop();
+      }
+      // stopped, the same stale data is restored as usual: the lock is what refused, not anything else
+      const { code, result } = await bootstrap(dataDir, ['--store', storeUrl, ...(await member()).flags]);
+      expect(code).toBe(0);
+      expect(result?.case).toBe('restore');
+    },
+  );
 
   it('row fresh: an empty data dir and an empty store start a new member', async () => {
     await mkdir(path('fresh', 'data'), { recursive: true });

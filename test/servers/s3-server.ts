@@ -5,13 +5,15 @@
  * - ListMultipartUploads, which `cleanupIncompleteUploads` needs;
  * - object lock as HEAD shows it (`x-amz-object-lock-*` headers), for objects a test locks: S3 itself keeps a
  *   locked version from deletion while an unversioned delete only hides it, which the store avoids by reading
- *   the lock first (s3-store.ts).
+ *   the lock first (s3-store.ts);
+ * - bucket versioning and Object Lock (s3-versions.ts), for buckets a test configures or creates with object lock.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { addVersioning, type BucketVersioning } from './s3-versions.ts';
 import type { TestServer } from './test-server.ts';
 
 export interface S3TestServer extends TestServer {
@@ -25,12 +27,20 @@ export interface S3TestServer extends TestServer {
   refuseDeletes(bucket: string, key: string, times: number): void;
   /** Puts an object under object lock: retained until a date (COMPLIANCE mode), or a legal hold. */
   lockObject(bucket: string, key: string, lock: Date | 'legal-hold'): void;
+  /** Turns versioning or Object Lock (with a default retention) on for a bucket (s3-versions.ts). */
+  configureBucket(bucket: string, config: BucketVersioning): void;
+  /** GET requests of an object's bytes so far, by key (reads of the object, whole or a range). */
+  gets(bucket: string): Map<string, number>;
+  /** A key's versions, newest first, delete markers included. */
+  versionsOf(bucket: string, key: string): { versionId: string; deleteMarker: boolean; size: number }[];
 }
 
 export interface S3ServerOptions {
   /** Keep object bodies in files under this directory instead of memory (large benchmarks). */
   storageDir?: string;
   buckets?: string[];
+  /** At most this many versions a ListObjectVersions page (S3: 1000), to test paging. */
+  versionsPageSize?: number;
 }
 
 // fauxqs exports only its app builder (and only to `import`); the stores it is built from are reached by path.
@@ -66,6 +76,7 @@ export async function startS3Server(options: S3ServerOptions = {}): Promise<S3Te
   const secretAccessKey = randomBytes(20).toString('base64');
 
   const refused = new Map<string, number>(); // `/${bucket}/${key}`: deletes still to refuse
+  const gets = new Map<string, number>(); // `/${bucket}/${key}`: GET requests
   app.addHook('onRequest', async (request, reply) => {
     const auth = request.headers.authorization ?? '';
     const credential = /Credential=([^/]+)\//.exec(auth)?.[1];
@@ -76,6 +87,7 @@ export async function startS3Server(options: S3ServerOptions = {}): Promise<S3Te
         .send(s3Error('InvalidAccessKeyId', 'The AWS Access Key Id you provided does not exist in our records.'));
     }
     const url = new URL(request.url, 'http://s3');
+    if (request.method === 'GET') gets.set(url.pathname, (gets.get(url.pathname) ?? 0) + 1);
     const refusals = refused.get(url.pathname) ?? 0;
     if (request.method === 'DELETE' && refusals > 0) {
       refused.set(url.pathname, refusals - 1);
@@ -88,6 +100,8 @@ export async function startS3Server(options: S3ServerOptions = {}): Promise<S3Te
       return reply.header('content-type', 'application/xml').send(listUploadsXml(bucket, prefix, uploads));
     }
   });
+
+  const versioning = addVersioning(app, s3Store, { pageSize: options.versionsPageSize });
 
   const locks = new Map<string, Date | 'legal-hold'>(); // `/${bucket}/${key}`
   app.addHook('onSend', async (request, reply, payload) => {
@@ -116,6 +130,14 @@ export async function startS3Server(options: S3ServerOptions = {}): Promise<S3Te
       uploadsOf(s3Store, name).map(({ key, uploadId, parts }) => ({ key, uploadId, parts: parts.size })),
     refuseDeletes: (bucket, key, times) => refused.set(`/${bucket}/${key}`, times),
     lockObject: (bucket, key, lock) => locks.set(`/${bucket}/${key}`, lock),
+    gets: (bucket) =>
+      new Map(
+        [...gets]
+          .filter(([path]) => path.startsWith(`/${bucket}/`))
+          .map(([path, n]) => [path.slice(bucket.length + 2), n]),
+      ),
+    configureBucket: versioning.configureBucket,
+    versionsOf: versioning.versionsOf,
     stop: async () => {
       await app.close();
     },

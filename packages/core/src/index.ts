@@ -12,6 +12,7 @@ export * from './compaction/index.js';
 export * from './copy/index.js';
 export * from './etcd/index.js';
 export * from './format/index.js';
+export * from './inspection/index.js';
 export * from './kubernetes/index.js';
 export * from './maintenance/index.js';
 export * from './proof/index.js';

@@ -124,8 +124,8 @@ function storeFlags(prefix: '' | 'source-' | 'secondary-', commands: readonly Eb
       name: `${prefix}store-prefix`,
       kind: 'string',
       commands,
-      ebrDefault: '"v2"',
-      meaning: `folder inside the container of ${whose}`,
+      ebrDefault: '""',
+      meaning: `folder inside the container of ${whose} (ebr adds \`v2/\` below it itself)`,
       effect: secondary ? noSecondary : { special: 'part of the URL' },
     },
     {

@@ -5,11 +5,20 @@ import {
   describePlan,
   etcdAccessOptions,
   etcdConnection,
+  forkPreview,
+  formatForkPreview,
   formatPlan,
   formatProofReport,
   formatSummary,
+  getOptions,
+  getSettings,
+  logOptions,
+  logSettings,
   memberOptions,
+  openStore,
   ProofError,
+  printKeys,
+  printLog,
   programArgs,
   REPLAY_METHODS,
   refuseGap,
@@ -23,11 +32,11 @@ import {
 
 await programArgs('etcd-restore')
   .usage(
-    '$0 --store URL --data-dir DIR [member flags]\n\nRebuild an etcd data dir from a store: the newest full snapshot that verifies, then the deltas after it, up to the newest revision or a chosen one. The target is replaced only when the result verified.',
+    '$0 --store URL --data-dir DIR [member flags]\n$0 log --store URL [--prefix P | --key K]\n$0 get --store URL [--prefix P | --key K] [--to-revision N | --to-time T]\n\nRebuild an etcd data dir from a store: the newest full snapshot that verifies, then the deltas after it, up to the newest revision or a chosen one. The target is replaced only when the result verified. `log` and `get` look into the store first: the writes it holds, and the keys at a revision.',
   )
   .command(
     '$0',
-    false,
+    'Rebuild a data dir (the default command)',
     (y) =>
       etcdAccessOptions(memberOptions(storeOption(y)))
         .option('data-dir', {
@@ -50,7 +59,7 @@ await programArgs('etcd-restore')
         .option('to-time', {
           type: 'string',
           describe:
-            'Restore the state at this moment (RFC 3339, to the nanosecond), by the times recorded with the delta events; not after the newest snapshot',
+            'Restore the state at this moment (RFC 3339, to the nanosecond), by the times recorded with the delta events; not after the newest snapshot. Where the sidecar did not watch etcd live then, the store cannot tell the state: exit 1, naming the revisions it may have been (see --allow-partial)',
         })
         .option('fork', {
           type: 'boolean',
@@ -61,7 +70,8 @@ await programArgs('etcd-restore')
         .option('allow-partial', {
           type: 'boolean',
           default: false,
-          describe: 'If a delta is damaged or missing, restore up to the last good revision and report what was lost',
+          describe:
+            'If a delta is damaged or missing, restore up to the last good revision and report what was lost; if --to-time falls where the sidecar did not watch etcd live, restore the newest revision known by then and report the ones it may have been',
         })
         .option('max-fetchers', {
           type: 'number',
@@ -113,7 +123,19 @@ await programArgs('etcd-restore')
             { ...settings, store: args.store, encryptionKeyFile: args['encryption-key-file'], signal },
             true,
           );
-          process.stdout.write(output === 'json' ? `${JSON.stringify(describePlan(plan))}\n` : formatPlan(plan));
+          // --fork: what the real run would set aside once the restore is in place
+          const fork = args.fork
+            ? await forkPreview(
+                args.store,
+                plan.target.revision ?? plan.chains[0].lastRevision,
+                args['encryption-key-file'],
+              )
+            : undefined;
+          process.stdout.write(
+            output === 'json'
+              ? `${JSON.stringify({ ...describePlan(plan), ...(fork ? { fork } : {}) })}\n`
+              : `${formatPlan(plan)}${fork ? `\n${formatForkPreview(fork)}` : ''}`,
+          );
           refuseGap(plan, plan.chains[0], settings.allowPartial);
           return;
         }
@@ -140,6 +162,54 @@ await programArgs('etcd-restore')
           throw err;
         });
         process.stdout.write(output === 'json' ? `${JSON.stringify(result)}\n` : formatSummary(result));
+      }),
+  )
+  .command(
+    'log',
+    'The writes the store holds, newest first, from the deltas of a chain and the state in its full snapshot: revision, recorded time, put or delete, key, value size and sha256, lease (docs/restore.md, Finding the bad write). Nothing is written but scratch files, removed at the end.',
+    (y) =>
+      logOptions(storeOption(y))
+        .example(
+          '$0 log --store s3://backups/etcd --prefix /registry/configmaps/prod/ --limit 20',
+          'the last writes there',
+        )
+        .example(
+          '$0 log --store file:///var/backups/etcd --key /registry/pods/prod/web-0 --output json',
+          'one key, as JSON lines',
+        ),
+    (args) =>
+      runProgram(args.output, async ({ logger, signal, output }) => {
+        const settings = logSettings(args);
+        await checkLocalStore(args.store);
+        await checkLocalDir(settings.tmpDir, '--temp-dir', { mustExist: true });
+        const store = await openStore(args.store, { encryptionKeyFile: args['encryption-key-file'] });
+        try {
+          // on a terminal the rows themselves show progress: a live line on the same screen would cut through them
+          const progress = !(process.stdout.isTTY && process.stderr.isTTY);
+          await printLog(store, { ...settings, logger, progress, signal }, output === 'json');
+        } finally {
+          await store.close?.();
+        }
+      }),
+  )
+  .command(
+    'get',
+    'The keys (with --values, their values) at a revision or moment, from the store alone, with the numbers etcdctl get --rev prints: the revision is restored into a scratch folder (as etcd-restore restores it), read, and removed.',
+    (y) =>
+      getOptions(storeOption(y)).example(
+        '$0 get --store s3://backups/etcd --prefix /registry/configmaps/prod/ --to-revision 41022 --values',
+        'what a restore to revision 41022 brings back there',
+      ),
+    (args) =>
+      runProgram(args.output, async ({ logger, signal, output }) => {
+        const settings = getSettings(args);
+        await checkLocalStore(args.store);
+        await checkLocalDir(settings.tmpDir, '--temp-dir', { mustExist: true });
+        await printKeys(
+          { ...settings, store: args.store, encryptionKeyFile: args['encryption-key-file'], logger, signal },
+          output === 'json',
+          settings.values,
+        );
       }),
   )
   .parseAsync()

@@ -11,20 +11,21 @@ import {
   DecompressedLimit,
   decompressedLimit,
   MAX_COMPRESSION_RATIO,
-  recordedSize,
+  recordedFullSize,
 } from '../format/decompressed-limit.js';
 import { FullSnapshotCheck, type FullSnapshotFacts } from '../format/full-snapshot-check.js';
 import type { SnapStore } from '../store/snapstore.js';
-import { ObjectNotFoundError } from '../store/snapstore.js';
 import { StoredDigest, verifyStoredDigest } from '../store/stored-digest.js';
-import { isDecompressionError } from './fetch-delta.js';
+import { isUnusableObject } from './fetch-delta.js';
 import type { CatalogEntry } from './snapshot-catalog.js';
+import { versionOf } from './stored-versions.js';
 import { METADATA_DB_SIZE } from './take-full-snapshot.js';
 
 /**
  * Downloads a full snapshot into `file`, decompressed, and verifies it on the way: the stored bytes
  * against our recorded sha256 (when the object has one) and the db against etcd's sha256 trailer.
- * Throws IntegrityError when either does not match; the caller decides whether to fall back. The file is written
+ * Throws IntegrityError when either does not match; the caller decides whether to fall back (to an older full, or to
+ * an older version of this one: stored-versions.ts's olderVersion, in a fresh file). The file is written
  * from its start and never truncated: a replay may already be writing its own pages past where the db will end
  * (ReplayEngine.prepare). Give a path that holds nothing else.
  */
@@ -39,7 +40,7 @@ export async function fetchFullSnapshot(
   const check = new FullSnapshotCheck(label, { spillDir: dirname(file) });
   const recorded = await recordedDbSize(store, entry);
   await pipeline(
-    await store.get(entry.name),
+    await store.get(entry.name, versionOf(entry)),
     stored,
     byteProgress(options.logger ?? silentLogger, 'download', entry.size),
     decompressor(entry.compression),
@@ -55,7 +56,7 @@ export async function fetchFullSnapshot(
     (await open(file, constants.O_WRONLY | constants.O_CREAT)).createWriteStream(),
     { signal: options.signal },
   );
-  await verifyStoredDigest(store, entry, stored, label);
+  await verifyStoredDigest(store, { ...entry, ...versionOf(entry) }, stored, label);
   const facts = check.facts();
   // ebr names a full snapshot with a revision read just before it streams the db (etcd#9037), so the content
   // may be newer than the name; older would be a damaged or misnamed object.
@@ -71,10 +72,16 @@ export async function fetchFullSnapshot(
  * and gc protects the older full's chain.
  */
 export function isUnusableFullSnapshot(err: unknown): boolean {
-  return err instanceof IntegrityError || isDecompressionError(err) || err instanceof ObjectNotFoundError;
+  return isUnusableObject(err);
 }
 
-/** The db size we record with a full snapshot (ebr records none); S3 listings carry no metadata, so ask. */
+/**
+ * The db size we record with a full snapshot (ebr records none), when believable for its stored size
+ * (recordedFullSize); S3 listings carry no metadata, so ask.
+ */
 export async function recordedDbSize(store: SnapStore, entry: CatalogEntry): Promise<number | undefined> {
-  return recordedSize(entry.metadata[METADATA_DB_SIZE] ?? (await store.stat(entry.name))?.metadata[METADATA_DB_SIZE]);
+  return recordedFullSize(
+    entry.size,
+    entry.metadata[METADATA_DB_SIZE] ?? (await store.stat(entry.name, versionOf(entry)))?.metadata[METADATA_DB_SIZE],
+  );
 }

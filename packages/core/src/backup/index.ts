@@ -1,6 +1,7 @@
 /**
  * The store's snapshots as backups: the catalog, chains to restore, taking a full snapshot, fetching and
- * checking fulls and deltas, where a point in time falls, the store lock of the programs that delete snapshots.
+ * checking fulls and deltas (through the versions a store keeps), where a point in time falls, the store lock of the
+ * programs that delete snapshots.
  * May use: common/, bbolt/, format/, store/, etcd/.
  */
 export * from './compacted-revision.js';
@@ -14,5 +15,6 @@ export * from './snapshot-chain.js';
 export * from './snapshot-to-file.js';
 export * from './store-history.js';
 export * from './store-lock.js';
+export * from './stored-versions.js';
 export * from './take-full-snapshot.js';
 export * from './time-cut.js';

@@ -12,7 +12,7 @@ import { type BootstrapDecision, decideBootstrap, type StoreState } from './boot
 import { type ClusterState, findMember, probeCluster } from './cluster-probe.js';
 import { isEmptyDir, moveAside, moveBack } from './move-aside.js';
 import { rejoinAsLearner } from './rejoin-as-learner.js';
-import { runningEtcdLock } from './running-etcd.js';
+import { lockDataDir } from './running-etcd.js';
 
 export interface BootstrapOptions {
   dataDir: string;
@@ -68,19 +68,18 @@ export async function bootstrap(options: BootstrapOptions): Promise<BootstrapRes
       `--initial-cluster names ${clusterMembers(member.initialCluster).length} members: give the other members' client URLs with --endpoints, so that bootstrap can ask the cluster`,
     );
   }
-  const held = await runningEtcdLock(options.dataDir);
-  if (held) {
-    throw new UsageError(
-      `etcd is running on ${options.dataDir}: ${held.path} is locked${held.pid > 0 ? ` by process ${held.pid}` : ''}. bootstrap runs before etcd starts (as its init container) and would move the data of a live member aside; stop that etcd first, or check a copy with etcd-validate check`,
-    );
-  }
-  const storeUrl = options.store;
-  // Before anything is asked: a store set up wrong is bad usage; one that is down matters only for a restore.
-  const store = await openStoreForCheck(storeUrl);
+  // Held until bootstrap is done: nothing is judged or moved while an etcd has the db open, nor one started under it.
+  const lock = await lockDataDir(options.dataDir);
   try {
-    return await decideAndAct(options, several, store, logger);
+    // Before anything is asked: a store set up wrong is bad usage; one that is down matters only for a restore.
+    const store = await openStoreForCheck(options.store);
+    try {
+      return await decideAndAct(options, several, store, logger);
+    } finally {
+      if (!('unreachable' in store)) await store.close?.();
+    }
   } finally {
-    if (!('unreachable' in store)) await store.close?.();
+    await lock.release();
   }
 }
 

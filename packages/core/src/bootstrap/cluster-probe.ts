@@ -12,6 +12,8 @@ export type ClusterState =
       /** The member that answered with a leader: membership changes go through it. */
       endpoint: string;
       token?: string;
+      /** The leader's id as that member named it (it may be a member that has just died: rejoin-as-learner.ts). */
+      leader?: string;
       members: EtcdMember[];
     }
   /**
@@ -36,7 +38,8 @@ export async function probeCluster(conn: EtcdConnection, timeoutMs = 5_000): Pro
       const status = await memberStatus(conn, { endpoint, token, timeoutMs });
       if (answered.push(endpoint) === 1) firstToken = token;
       if (status.leader === '0') continue;
-      return { state: 'quorum', endpoint, token, members: await memberList(conn, { endpoint, token, timeoutMs }) };
+      const members = await memberList(conn, { endpoint, token, timeoutMs });
+      return { state: 'quorum', endpoint, token, leader: status.leader, members };
     } catch (err) {
       failures.push(errorMessage(err));
     }

@@ -1,8 +1,11 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Backoff } from '../common/backoff.js';
-import { errorMessage } from '../common/errors.js';
+import { errorMessage, OperationError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { EtcdConnection } from '../etcd/etcd-client.js';
+import { etcdAuthToken } from '../etcd/etcd-grpc.js';
 import { memberAdd, memberRemove } from '../etcd/etcd-members.js';
+import { memberStatus } from '../etcd/etcd-status.js';
 import type { MemberConfig } from '../etcd/snapshot-restore-command.js';
 import { type ClusterState, findMember, peerUrlsOf } from './cluster-probe.js';
 import { isEmptyDir, moveAside } from './move-aside.js';
@@ -30,8 +33,11 @@ export async function rejoinAsLearner(
   logger: Logger,
   signal?: AbortSignal,
 ): Promise<Rejoined> {
-  const call = { endpoint: cluster.endpoint, token: cluster.token };
   const old = findMember(cluster.members, member);
+  const call =
+    old && cluster.leader === old.id
+      ? await anotherLeader(conn, old.id, logger, signal)
+      : { endpoint: cluster.endpoint, token: cluster.token };
   if (old) {
     logger.info('removing this member from the cluster', { member: member.name, id: old.id });
     await whenHealthy(() => memberRemove(conn, old.id, call), signal);
@@ -51,6 +57,41 @@ export async function rejoinAsLearner(
     learnerId: learner.id,
     initialCluster,
   };
+}
+
+/** How long a member that led before its data was lost waits for the others to elect another leader. */
+const ELECTION_WAIT_MS = 30_000;
+
+/**
+ * A member whose data was lost while it led: the others go on naming it their leader until their election timeout
+ * passes (etcd's default is a second; etcd-wrapper asks for the initialization within 0.3 s of the kill), and a
+ * MemberRemove sent meanwhile waits for that leader until it times out (10 s), the initialization fails and starts
+ * over. So first wait until one of them names another leader, and change the membership through it.
+ */
+async function anotherLeader(
+  conn: EtcdConnection,
+  gone: string,
+  logger: Logger,
+  signal?: AbortSignal,
+): Promise<{ endpoint: string; token?: string }> {
+  logger.info('this member led the cluster: waiting for the others to elect another leader first', { id: gone });
+  const deadline = Date.now() + ELECTION_WAIT_MS;
+  for (;;) {
+    for (const endpoint of conn.endpoints) {
+      const asked = await (async () => {
+        const token = await etcdAuthToken(conn, endpoint);
+        const status = await memberStatus(conn, { endpoint, token, timeoutMs: 2_000 });
+        return status.leader !== '0' && status.leader !== gone ? { endpoint, token } : undefined;
+      })().catch(() => undefined);
+      if (asked) return asked;
+    }
+    if (Date.now() >= deadline) {
+      throw new OperationError(
+        `the other members still name this member (id ${gone}) their leader after ${ELECTION_WAIT_MS / 1000} s, or have none: they cannot remove it; check that a majority of them runs, then run again`,
+      );
+    }
+    await sleep(200, undefined, { signal });
+  }
 }
 
 /** How long a membership change waits for etcd to call the cluster healthy again. */

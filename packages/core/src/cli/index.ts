@@ -7,6 +7,7 @@ export * from './config-file.js';
 export * from './did-you-mean.js';
 export * from './etcd-flags.js';
 export * from './flag-sources.js';
+export * from './inspection-settings.js';
 export * from './local-path.js';
 export * from './program.js';
 export * from './restore-settings.js';

@@ -6,7 +6,7 @@ import { hideBin } from 'yargs/helpers';
 import { errorMessage, StewardError, UsageError } from '../common/errors.js';
 import { createLogger, LOG_LEVELS, type Logger, type LogLevel } from '../common/logger.js';
 import { readKeyFile } from '../format/encryption/encryption-keys.js';
-import { storeUrlFromProviderFlags } from '../store/provider-flags.js';
+import { ebrStoreUrl, storeUrlFromProviderFlags } from '../store/provider-flags.js';
 import { checkCommandGiven, recordCommandNames } from './command-names.js';
 import { resolveFlags } from './flag-sources.js';
 
@@ -94,7 +94,7 @@ export function storeOption<T, Required extends boolean = true>(y: Argv<T>, opti
       })
       .option('store-container', {
         type: 'string',
-        describe: 'With --storage-provider: bucket, container or directory',
+        describe: 'With --storage-provider: bucket or container (Local: a folder under $HOME, as ebr reads it)',
       })
       .option('store-prefix', { type: 'string', describe: 'With --storage-provider: prefix inside the container' })
       .option('encryption-key-file', {
@@ -165,11 +165,16 @@ function providerFlagsMiddleware(urlFlag: string, prefix: string) {
       if (argv[urlFlag] !== undefined) {
         throw new UsageError(`give --${urlFlag} or --${prefix}storage-provider, not both`);
       }
-      argv[urlFlag] = storeUrlFromProviderFlags({
+      const flags = {
         provider,
         container: (argv[`${prefix}store-container`] as string | undefined) ?? '',
         prefix: argv[`${prefix}store-prefix`] as string | undefined,
-      });
+      };
+      // Local: the folder ebr reads, $HOME/<container>/<prefix>, as etcdbrctl reads it (one reading of ebr's flags)
+      const local = provider.trim().toUpperCase() === 'LOCAL' && flags.container !== '';
+      argv[urlFlag] = local
+        ? ebrStoreUrl(flags, { HOME: process.env.HOME }, { source: prefix === 'source-' })
+        : storeUrlFromProviderFlags(flags);
     } catch (err) {
       reportUsage(err); // yargs does not route middleware errors to .fail()
     }

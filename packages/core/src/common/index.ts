@@ -20,4 +20,6 @@ export * from './ordered-prefetch.js';
 export * from './pid-scope.js';
 export * from './progress.js';
 export * from './protobuf-wire.js';
+export * from './result-stream.js';
+export * from './streamed-table.js';
 export * from './terminal-style.js';

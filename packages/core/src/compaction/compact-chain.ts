@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { storedRevisionDigest } from '../backup/revision-digest.js';
 import { DEFAULT_LOCK_SETTLE_MS, MAINTENANCE_LOCK, withStoreLock } from '../backup/store-lock.js';
+import { type RecoveredObject, versionOf } from '../backup/stored-versions.js';
 import { errorMessage, IntegrityError, OperationError } from '../common/errors.js';
 import { freePort } from '../common/free-port.js';
 import { type Logger, silentLogger } from '../common/logger.js';
@@ -76,6 +77,8 @@ export interface CompactionResult {
   /** Peak resident memory of this process (the replay thread included) and, with the etcd engine, of etcd. */
   peakRssBytes: number;
   etcdPeakRssBytes?: number;
+  /** Snapshots of the chain read from a version other than their current one (hidden or replaced since stored). */
+  recovered?: RecoveredObject[];
 }
 
 /**
@@ -238,6 +241,7 @@ async function foldChain(
       durationMs: Date.now() - ctx.started,
       peakRssBytes: process.resourceUsage().maxRSS * 1024,
       ...(etcdPeakRssBytes !== undefined ? { etcdPeakRssBytes } : {}),
+      ...(restored.recovered ? { recovered: restored.recovered } : {}),
     };
   } finally {
     await workspace.clear();
@@ -250,7 +254,7 @@ async function foldChain(
  */
 async function assertChainStillStored(store: SnapStore, plan: CompactionPlan): Promise<void> {
   for (const entry of [plan.chain.full, ...plan.chain.deltas]) {
-    if ((await store.stat(entry.name))?.size !== entry.size) {
+    if ((await store.stat(entry.name, versionOf(entry)))?.size !== entry.size) {
       throw new OperationError(
         `${store.location}: ${entry.name}, part of the chain folded, is no longer in the store as it was (set aside as an abandoned history?); nothing was stored: run etcd-compact again`,
       );

@@ -12,6 +12,7 @@ import {
   deltaDecompressedLimit,
   MAX_COMPRESSION_RATIO,
   METADATA_DECOMPRESSED_SIZE,
+  recordedFullSize,
   recordedSize,
 } from '../format/decompressed-limit.js';
 import { DeltaTrailerCheck } from '../format/delta-trailer-check.js';
@@ -99,7 +100,7 @@ function contentCheck(
   revision: boolean,
 ): { stages: [Transform, Transform, Transform, Transform]; scanned?: FullSnapshotCheck } {
   const isFull = entry.kind === 'Full';
-  const recordedDbSize = isFull ? recordedSize(metadata[METADATA_DB_SIZE]) : undefined;
+  const recordedDbSize = isFull ? recordedFullSize(entry.size, metadata[METADATA_DB_SIZE]) : undefined;
   const scanned = isFull && revision ? new FullSnapshotCheck(label) : undefined;
   const content = scanned ?? (isFull ? new SnapshotTrailerCheck(label) : new DeltaTrailerCheck(label));
   const bound = isFull

@@ -14,6 +14,7 @@ import { METADATA_SHA256 } from '../store/stored-digest.js';
 import type { DamagedObject } from './copy-backups.js';
 import { alreadyHeld } from './copy-object.js';
 import { CopyProgress } from './copy-progress.js';
+import { DAMAGED_HEADER, TarHeaderGuard } from './tar-header-guard.js';
 import {
   loadTarStream,
   MANIFEST_ENTRY,
@@ -71,7 +72,8 @@ export async function importBackups(options: ImportOptions): Promise<ImportSumma
 async function importFrom(extract: ReturnType<typeof tar.extract>, options: ImportOptions): Promise<ImportSummary> {
   const logger = options.logger ?? silentLogger;
   const started = Date.now();
-  const reading = pipeline(options.input, extract, { signal: options.signal });
+  const guard = new TarHeaderGuard();
+  const reading = pipeline(options.input, guard, extract, { signal: options.signal });
   reading.catch(() => undefined); // reported through the entries' iteration, or awaited below
   const entries = extract[Symbol.asyncIterator]();
   // What the tar parser throws means the file ends early or is no tar file; store errors are StewardErrors.
@@ -110,6 +112,18 @@ async function importFrom(extract: ReturnType<typeof tar.extract>, options: Impo
     let skipped = 0;
     for (let next = await nextEntry(); !next.done; next = await nextEntry()) {
       const entry = next.value;
+      if (entry.header.name.startsWith(DAMAGED_HEADER)) {
+        // the guard replaced it: the object it stood for is reported, and the import goes on with the next
+        const index = Number(entry.header.name.slice(DAMAGED_HEADER.length));
+        const object = manifest.objects[index];
+        await drain(entry as AsyncIterable<Buffer>).catch(unreadable);
+        seen.add(object.name);
+        const problem = { name: object.name, problem: `${options.label}:${object.name}: ${guard.problem(index)}` };
+        damaged.push(problem);
+        logger.error('not imported: the object is damaged', { object: object.name, problem: problem.problem });
+        progress.objectDone();
+        continue;
+      }
       const name = entry.header.name.startsWith(OBJECTS_FOLDER) ? entry.header.name.slice(OBJECTS_FOLDER.length) : '';
       const object = listed.get(name);
       if (!object || seen.has(name)) {

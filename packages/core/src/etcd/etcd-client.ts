@@ -38,7 +38,7 @@ export function tlsMaterial(conn: EtcdConnection): TlsMaterial {
   return { ca: buffer(conn.tls.ca), cert: buffer(conn.tls.cert), key: buffer(conn.tls.key) };
 }
 
-/** `--endpoints` as etcdctl takes it: URLs, or bare host:port meaning http://host:port. */
+/** `--endpoints` as etcdctl takes it: URLs, or bare host:port meaning http://host:port; a port is required. */
 export function parseEndpoints(raw: string | string[]): string[] {
   const list = (Array.isArray(raw) ? raw : [raw])
     .flatMap((s) => s.split(','))
@@ -58,6 +58,25 @@ export function parseEndpoints(raw: string | string[]): string[] {
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:') {
       throw new UsageError(`--endpoints: "${endpoint}" must use http:// or https://`);
+    }
+    // Not echoed: user info may hold a password.
+    if (url.username || url.password) {
+      throw new UsageError(
+        '--endpoints: an endpoint holds user info (user:password@); give the user with --user and the password with --password-file',
+      );
+    }
+    // gRPC dials host and port alone: without a port it would dial 80 (443), never etcd's 2379, and would drop a
+    // path or query without a word, so either is a mistake to say now.
+    const authority = endpoint.replace(/^[a-z][a-z0-9+.-]*:\/\//i, '').split(/[/?#]/)[0];
+    if (!/:\d+$/.test(authority)) {
+      throw new UsageError(
+        `--endpoints: "${endpoint}" has no port; etcd's client port is usually 2379: write ${url.protocol}//${url.hostname}:2379`,
+      );
+    }
+    if ((url.pathname !== '/' && url.pathname !== '') || url.search || url.hash) {
+      throw new UsageError(
+        `--endpoints: "${endpoint}" has a path, query or fragment, which etcd's gRPC does not use: write ${url.protocol}//${url.host}`,
+      );
     }
   }
   return list;

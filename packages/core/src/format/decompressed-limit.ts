@@ -11,10 +11,23 @@ export const MAX_COMPRESSION_RATIO = 1000;
 /** Small objects may expand up to this, whatever their ratio. */
 const SMALL_OBJECT_ALLOWANCE = 64 * 1024 * 1024;
 
-/** What an object of `storedSize` bytes may decompress to: `recorded` (its exact size) when known. */
+/**
+ * What an object of `storedSize` bytes may decompress to: `recorded` (its exact size) when known, but never more
+ * than the compression-ratio bound: metadata is as open to damage and forgery as the bytes it describes, and a
+ * recorded size of a terabyte would otherwise let a bomb fill the disk.
+ */
 export function decompressedLimit(storedSize: number, recorded?: number): number {
-  if (recorded !== undefined) return recorded;
-  return Math.max(SMALL_OBJECT_ALLOWANCE, storedSize * MAX_COMPRESSION_RATIO);
+  const bound = Math.max(SMALL_OBJECT_ALLOWANCE, storedSize * MAX_COMPRESSION_RATIO);
+  return recorded !== undefined && recorded <= bound ? recorded : bound;
+}
+
+/**
+ * A full snapshot's recorded db size (`db-size` metadata) when it is believable for its stored size: no more than
+ * the compression-ratio bound (decompressedLimit). A larger one is ignored, as if none were recorded.
+ */
+export function recordedFullSize(storedSize: number, value: string | undefined): number | undefined {
+  const recorded = recordedSize(value);
+  return recorded !== undefined && recorded === decompressedLimit(storedSize, recorded) ? recorded : undefined;
 }
 
 /** Object metadata key of a delta's decompressed size (its JSON and trailer), recorded when it is stored. */

@@ -5,6 +5,7 @@
  * May use: every folder before it (common/ … validation/).
  */
 export { DataDirTarget } from './data-dir.js';
+export * from './fork-preview.js';
 export * from './replay-method.js';
 export * from './restore.js';
 export * from './restore-plan.js';

@@ -109,6 +109,8 @@ export function describePlan(plan: RestorePlan): object {
     kind: e.kind,
     revisions: `${e.startRevision}..${e.lastRevision}`,
     bytes: e.size,
+    // read from a version other than the current one (stored-versions.ts)
+    ...(e.versions?.id !== undefined ? { version: e.versions.id, why: e.versions.why } : {}),
   });
   return {
     store: plan.store,
@@ -184,7 +186,7 @@ export function formatPlan(plan: RestorePlan): string {
     );
     for (const e of [chain.full, ...chain.deltas]) {
       lines.push(
-        `  ${e.kind.padEnd(4)}  ${`${e.startRevision}..${e.lastRevision}`.padEnd(23)}  ${formatBytes(e.size).padStart(10)}  ${e.name}`,
+        `  ${e.kind.padEnd(4)}  ${`${e.startRevision}..${e.lastRevision}`.padEnd(23)}  ${formatBytes(e.size).padStart(10)}  ${e.name}${e.versions?.id !== undefined ? ` (version ${e.versions.id}: ${e.versions.why})` : ''}`,
       );
     }
     if (chain.gap) lines.push(`  missing: revisions ${chain.gap.from}..${chain.gap.to} are in no delta`);

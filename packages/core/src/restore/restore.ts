@@ -1,8 +1,9 @@
 import { rm } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { forkFolder, setAside } from '../backup/set-aside.js';
 import { listSnapshots } from '../backup/snapshot-catalog.js';
 import type { SnapshotChain } from '../backup/snapshot-chain.js';
+import type { RecoveredObject } from '../backup/stored-versions.js';
 import { errorMessage, OperationError } from '../common/errors.js';
 import { fsyncPath } from '../common/fsync-path.js';
 import { type Logger, silentLogger } from '../common/logger.js';
@@ -20,8 +21,10 @@ import type { TxnLimits } from '../replay/replay-events.js';
 import { openStore } from '../store/location.js';
 import { DataDirTarget } from './data-dir.js';
 import { type ReplayOutcome, replayInChild } from './isolated-replay.js';
+import { noSpaceError } from './no-space.js';
+import { passOverFull, RecoveredObjects } from './recovered-objects.js';
 import type { ReplayMethod } from './replay-method.js';
-import { planRestore, type RestorePlan, type RestoreRequest } from './restore-plan.js';
+import { planRestore, type RestorePlan, type RestoreRequest, refuseTimeDoubt, timeDoubtJson } from './restore-plan.js';
 import { type VerifyMethod, verifyResult } from './result-verification.js';
 
 export interface RestoreOptions extends RestoreRequest {
@@ -65,8 +68,14 @@ export interface RestoreResult {
   deltas: string[];
   /** Newer full snapshots that failed verification, each with the reason. */
   skipped: Array<{ name: string; reason: string }>;
+  /** Snapshots read from a version other than their current one: hidden or replaced since they were stored. */
+  recovered?: RecoveredObject[];
   /** With --allow-partial: what could not be restored, and why. */
   lost?: { fromRevision: number; toRevision: number; delta?: string; reason: string };
+  /** With --to-time and --allow-partial, in a stretch not watched live: the revisions the state may have been. */
+  uncertain?: { known: { revision: number; at: string }; readBack: { from: number; to: number; firstSeenAt: string } };
+  /** With --to-time: the delta whose times do not say whether they came live (ebr's, older ones). */
+  timesUnrecorded?: string;
   /** With --fork: the snapshots past the restored revision, in the folder they were set aside to. */
   setAside?: { folder: string; snapshots: string[] };
   replay: ReplayMethod;
@@ -94,6 +103,7 @@ export async function restore(options: RestoreOptions): Promise<RestoreResult> {
   const workDir = await target.prepare();
   const skipped: RestoreResult['skipped'] = [];
   const method = options.replay ?? 'direct';
+  const recovered = new RecoveredObjects();
   try {
     for (const chain of plan.chains) {
       refuseGap(plan, chain, options.allowPartial);
@@ -130,6 +140,7 @@ export async function restore(options: RestoreOptions): Promise<RestoreResult> {
           },
           logger,
           options.signal,
+          recovered.add,
         );
       try {
         replayed = await replay().catch(async (err: unknown) => {
@@ -142,12 +153,8 @@ export async function restore(options: RestoreOptions): Promise<RestoreResult> {
           return replay(false);
         });
       } catch (err) {
-        if (!(err instanceof UnusableFullSnapshotError) || options.snapshot) throw err;
-        logger.warn('full snapshot failed verification; trying the previous one', {
-          name: chain.full.name,
-          reason: err.message,
-        });
-        skipped.push({ name: chain.full.name, reason: err.message });
+        if (!(err instanceof UnusableFullSnapshotError)) throw err;
+        passOverFull(err, chain, plan.chains, { logger, named: options.snapshot !== undefined, skipped });
         continue;
       }
       options.signal?.throwIfAborted();
@@ -167,6 +174,8 @@ export async function restore(options: RestoreOptions): Promise<RestoreResult> {
           }
         : lost;
       if (lostNow) logger.warn('partial restore: revisions lost', lostNow);
+      if (chain.timeDoubt)
+        logger.warn('--to-time: the state then may be later than the restored one', timeDoubtJson(chain));
       const setAside = options.fork ? await setAsideLater(options, result.revision, logger) : undefined;
       return {
         ...result,
@@ -174,7 +183,9 @@ export async function restore(options: RestoreOptions): Promise<RestoreResult> {
         snapshot: chain.full.name,
         deltas: chain.deltas.slice(0, replayed.deltas).map((d) => d.name),
         skipped,
+        ...recovered.report(chain, replayed.deltas, logger),
         ...(lostNow ? { lost: lostNow } : {}),
+        ...timeDoubtJson(chain),
         replay: method,
         verify: options.verify ?? 'check',
         durationMs: Date.now() - started,
@@ -187,10 +198,8 @@ export async function restore(options: RestoreOptions): Promise<RestoreResult> {
   } catch (err) {
     // The child reports errors as messages: the code is in the text.
     if ((err as NodeJS.ErrnoException).code === 'ENOSPC' || /\bENOSPC\b/.test(errorMessage(err))) {
-      throw new OperationError(
-        `no space left on the device of ${dirname(target.path)}, where the restore works beside --data-dir: free space there (the restore needs about twice the db size), or restore into a larger volume; the target was left as it was`,
-        { cause: err },
-      );
+      await target.cleanup(); // first: the free space it reports is what the next attempt finds
+      throw await noSpaceError(target.path, plan.chains[0]?.full, err);
     }
     throw err;
   } finally {
@@ -233,17 +242,19 @@ export async function checkAndPlan(
   await target.check(options.force ?? false, { create: !dryRun });
   const binaries = await findEtcdBinaries(options.etcdBinDir);
   const store = await openStore(options.store, { encryptionKeyFile: options.encryptionKeyFile });
-  const plan = await planRestore(store, options, { signal: options.signal }).finally(() => store.close?.());
+  const plan = await planRestore(store, options, options).finally(() => store.close?.());
   return { target, binaries, plan };
 }
 
 /**
- * A chain with revisions in no delta restores only with --allow-partial. `--dry-run` asks this of the chain the
+ * A chain with revisions in no delta, or whose state at a --to-time moment the store cannot tell (the moment falls
+ * where the sidecar did not watch live), restores only with --allow-partial. `--dry-run` asks this of the chain the
  * run starts with, so that its exit code is the run's.
  */
 export function refuseGap(plan: RestorePlan, chain: SnapshotChain, allowPartial = false): void {
-  if (!chain.gap || allowPartial) return;
-  throw new MissingRevisionsError(plan.store, chain, chain.gap);
+  if (allowPartial) return;
+  if (chain.gap) throw new MissingRevisionsError(plan.store, chain, chain.gap);
+  refuseTimeDoubt(plan, chain);
 }
 
 /** A chain misses revisions and the restore was not allowed to stop short: callers other than etcd-restore reword it. */

@@ -7,6 +7,7 @@
 export * from './calendar.js';
 export * from './delete-objects.js';
 export * from './ebr-policies.js';
+export * from './full-verdicts.js';
 export * from './keep-rules.js';
 export * from './prune-store.js';
 export * from './retention-plan.js';

@@ -1,12 +1,14 @@
 import { fetchFullSnapshot, isUnusableFullSnapshot } from '../backup/fetch-full-snapshot.js';
 import { type CatalogEntry, catalogStore } from '../backup/snapshot-catalog.js';
 import { MAINTENANCE_LOCK, withStoreLock } from '../backup/store-lock.js';
+import { readThroughVersions } from '../backup/stored-versions.js';
 import { errorMessage, OperationError } from '../common/errors.js';
 import { type Logger, silentLogger } from '../common/logger.js';
 import { EncryptionKeyError, UnknownKeyIdError } from '../format/encryption/envelope-format.js';
 import { cleanupIncompleteUploads } from '../store/incomplete-uploads.js';
-import type { SnapStore } from '../store/snapstore.js';
+import { ObjectNotFoundError, type SnapStore } from '../store/snapstore.js';
 import { type DeleteOutcome, deleteObjects } from './delete-objects.js';
+import type { FullVerdicts } from './full-verdicts.js';
 import { planRetention, type RetentionPlan, type RetentionPolicy } from './retention-plan.js';
 
 export interface PruneOptions {
@@ -26,6 +28,8 @@ export interface PruneOptions {
   signal?: AbortSignal;
   /** For the lock's holder description: etcd-gc, or the sidecar. */
   purpose?: string;
+  /** Verdicts on full snapshots from earlier runs, for a gc that runs again and again (the sidecar's). */
+  verdicts?: FullVerdicts;
 }
 
 export interface PruneReport {
@@ -45,8 +49,10 @@ export interface PruneReport {
 export async function pruneStore(store: SnapStore, options: PruneOptions): Promise<PruneReport> {
   const run = async (signal: AbortSignal | undefined): Promise<PruneReport> => {
     const logger = options.logger ?? silentLogger;
-    const catalog = await catalogStore(store);
-    const verified = await newestVerifiedFull(store, catalog.snapshots, logger, signal);
+    // with versions, as a restore lists it: gc keeps what a restore would read, and deletes a name's versions
+    const catalog = await catalogStore(store, { versions: true });
+    if (catalog.versionsUnreadable) logger.warn(`${store.location}: ${catalog.versionsUnreadable}`);
+    const verified = await newestVerifiedFull(store, catalog.snapshots, logger, signal, options.verdicts);
     const now = (options.now ?? (() => new Date()))();
     const plan = planRetention(catalog, options.policy, { now, restorableFull: verified.name });
     plan.warnings.unshift(...verified.warnings);
@@ -107,12 +113,31 @@ async function newestVerifiedFull(
   snapshots: readonly CatalogEntry[],
   logger: Logger,
   signal: AbortSignal | undefined,
+  verdicts: FullVerdicts | undefined,
 ): Promise<{ name?: string; warnings: string[] }> {
   const fulls = snapshots.filter((e) => e.kind === 'Full').reverse();
+  verdicts?.keepOnly(fulls.map((f) => f.name));
   const warnings: string[] = [];
   for (const full of fulls) {
+    // A HEAD, not the whole full, when an earlier run read this version of it.
+    const version = verdicts && (await verdicts.version(store, full.name));
+    const known = verdicts?.get(full.name, version);
+    if (known?.ok) return { name: full.name, warnings };
+    if (known) {
+      warnings.push(`${full.name} does not verify, so it cannot start the newest chain: ${known.reason}`);
+      continue;
+    }
     try {
-      await fetchFullSnapshot(store, full, '/dev/null', { signal, logger });
+      await readThroughVersions(
+        full,
+        (read) => fetchFullSnapshot(store, read, '/dev/null', { signal, logger }),
+        isUnusableFullSnapshot,
+        (r) =>
+          warnings.push(
+            `${r.name} was hidden or replaced since it was stored; read from its version ${r.versionId}: ${r.why}`,
+          ),
+      );
+      verdicts?.set(full.name, version, { ok: true });
       return { name: full.name, warnings };
     } catch (err) {
       // A restore given the same key file could not open this full either: it starts no chain.
@@ -127,6 +152,8 @@ async function newestVerifiedFull(
         return { name: full.name, warnings };
       }
       if (!isUnusableFullSnapshot(err)) throw err;
+      if (!(err instanceof ObjectNotFoundError))
+        verdicts?.set(full.name, version, { ok: false, reason: errorMessage(err) });
       warnings.push(`${full.name} does not verify, so it cannot start the newest chain: ${errorMessage(err)}`);
     }
   }

@@ -45,6 +45,49 @@ export interface GetOptions {
   offset?: number;
   /** The bytes as stored, not decrypted: an object moved elsewhere in the store as it is. */
   raw?: boolean;
+  /** This version of the object (`listVersions`), not the current one. */
+  versionId?: string;
+}
+
+export interface StatOptions {
+  /** This version of the object (`listVersions`), not the current one. */
+  versionId?: string;
+}
+
+/**
+ * One version of an object in a store that keeps versions (S3 bucket versioning): what overwrites and deletes left,
+ * readable by `versionId` until the version itself is deleted (which Object Lock refuses while it retains it).
+ */
+export interface ObjectVersion {
+  /** Relative to the store prefix, as `list` names objects. */
+  name: string;
+  versionId: string;
+  /** A delete marker: the name reads as gone from here on (until a newer version); it has no bytes. */
+  deleteMarker: boolean;
+  /** The newest version of its name: what a read without a version id gets, or the marker that hides the rest. */
+  latest: boolean;
+  size: number;
+  lastModified: Date;
+}
+
+/** How a provider keeps stored objects from being deleted or replaced (docs/stores.md, "Immutable stores"). */
+export interface StoreProtection {
+  /** Older versions kept on overwrite and delete: `suspended` keeps those already there, adds none. */
+  versioning: 'on' | 'off' | 'suspended' | 'unknown';
+  /** S3 Object Lock: on for the bucket, and the retention every new version gets unless told otherwise. */
+  objectLock?: { mode?: 'COMPLIANCE' | 'GOVERNANCE'; days?: number; years?: number };
+  /** GCS: the bucket retention policy, and whether it is locked (nobody can shorten or remove it then). */
+  retentionPolicy?: { seconds: number; locked: boolean };
+  /**
+   * Nobody holding the programs' credentials can delete or change a stored snapshot before a retention period ends:
+   * S3 versioning with Object Lock and a default retention; GCS a bucket retention policy (what
+   * `--require-immutable-store` asks for).
+   */
+  immutable: boolean;
+  /** One line for logs and reports: what protects the store, or that nothing does. */
+  summary: string;
+  /** What could not be read, and the permission that reads it. */
+  unknown?: string[];
 }
 
 /**
@@ -52,7 +95,8 @@ export interface GetOptions {
  * the shared conformance suite. Names are relative to the store's prefix and use `/` as separator.
  *
  * Guarantees every provider keeps:
- * - `put` is atomic: readers see the whole object or nothing; a failed or aborted put leaves nothing.
+ * - `put` is atomic: readers see the whole object or nothing; a failed or aborted put leaves nothing. In a store that
+ *   keeps versions, a snapshot is never put over another of its name (ObjectExistsError), but for the same bytes again.
  * - `get` streams; it never buffers the whole object.
  * - `list` returns every object under `prefix` (relative to the store prefix), paging as needed.
  */
@@ -71,11 +115,19 @@ export interface SnapStore {
   /** Rejects with ObjectNotFoundError, before any byte is read, when there is no such object. */
   get(name: string, options?: GetOptions): Promise<Readable>;
   list(prefix?: string): Promise<StoredObject[]>;
-  /** `undefined` when there is no such object. */
-  stat(name: string): Promise<StoredObject | undefined>;
+  /** `undefined` when there is no such object (or no such version). */
+  stat(name: string, options?: StatOptions): Promise<StoredObject | undefined>;
+  /**
+   * Optional: every version the provider keeps of the objects under `prefix`, delete markers included, by name and
+   * newest first within a name; `undefined` when the store keeps no versions (S3 versioning never turned on).
+   */
+  listVersions?(prefix?: string): Promise<ObjectVersion[] | undefined>;
+  /** Optional: how the provider protects the store's objects (versioning, Object Lock, retention policies). */
+  protection?(): Promise<StoreProtection>;
   /**
    * Deleting a missing object is not an error. An object the provider keeps from deletion (S3 object lock, GCS
-   * retention or hold, Azure immutability) rejects with ImmutableObjectError, and stays.
+   * retention or hold, Azure immutability) rejects with ImmutableObjectError, and stays. In a store that keeps
+   * versions, a snapshot's versions go with it: a delete never only hides it behind a delete marker.
    */
   delete(name: string): Promise<void>;
   /** Releases connections; the store is not used afterwards. */
@@ -85,6 +137,19 @@ export interface SnapStore {
 export class ObjectNotFoundError extends OperationError {
   constructor(location: string, name: string, options?: { cause?: unknown }) {
     super(`${location}: there is no object "${name}"`, options);
+  }
+}
+
+/**
+ * A snapshot put over one of the same name in a store that keeps versions: the put would stack a new version on it,
+ * which readers would take, rather than replace it. Nothing was written.
+ */
+export class ObjectExistsError extends OperationError {
+  constructor(location: string, name: string, reason: string, options?: { cause?: unknown }) {
+    super(
+      `${location}: "${name}" is stored already, with other bytes; nothing was written: ${reason}. To replace it, delete it (all its versions) first`,
+      options,
+    );
   }
 }
 
@@ -105,4 +170,18 @@ export class StoreNotWritableError extends OperationError {}
 export function isStoreNotWritable(err: unknown): boolean {
   for (let e = err; e instanceof Error; e = e.cause) if (e instanceof StoreNotWritableError) return true;
   return false;
+}
+
+/**
+ * How a store is protected from deletes and overwrites (docs/stores.md, "Immutable stores"): what its provider says
+ * (S3: versioning, Object Lock and its default retention; GCS: versioning, the retention policy), or, for a provider
+ * that says nothing, that it is not known to be immutable.
+ */
+export async function storeProtection(store: SnapStore): Promise<StoreProtection> {
+  if (store.protection) return store.protection();
+  return {
+    versioning: 'unknown',
+    immutable: false,
+    summary: `protection not reported by this provider (${store.location.split(':')[0]}; S3 and GCS stores report theirs): not known to be immutable`,
+  };
 }

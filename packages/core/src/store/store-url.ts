@@ -55,14 +55,25 @@ export function redact(url: URL): string {
 
 /**
  * Whether two locations are one store however they are spelled: a trailing or doubled slash, `.` and `..`, a
- * `localhost` host or a symbolic link (file://), slashes around a prefix. Query options are not compared.
+ * `localhost` host or a symbolic link (file://), slashes around a prefix. Of the query options only those that
+ * name the server are compared (`endpoint`, Azure's `domain`): one bucket name on two servers (a MinIO and AWS, two
+ * S3-compatible services) is two stores; the transfer options change nothing of what is stored.
  */
 export function sameStore(a: StoreLocation, b: StoreLocation): boolean {
   return storeIdentity(a) === storeIdentity(b);
 }
 
+/** The query options that say which server holds the bucket. */
+const SERVER_OPTIONS = ['endpoint', 'domain'];
+
 function storeIdentity(location: StoreLocation): string {
-  if (location.scheme !== 'file') return `${location.scheme}://${location.container}/${location.prefix}`;
+  if (location.scheme !== 'file') {
+    const server = SERVER_OPTIONS.map((o) => {
+      const value = location.url.searchParams.get(o);
+      return value === null ? '' : `${o}=${value.trim().toLowerCase().replace(/\/+$/, '')}`;
+    }).join('&');
+    return `${location.scheme}://${location.container}/${location.prefix}?${server}`;
+  }
   const dir = resolve(location.container);
   let real = dir;
   try {

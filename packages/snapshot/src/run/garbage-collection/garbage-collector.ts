@@ -1,6 +1,7 @@
 import { StoreLockedError } from '@etcd-steward/core/backup';
 import { errorMessage, type Logger } from '@etcd-steward/core/common';
 import {
+  FullVerdicts,
   type PruneReport,
   pruneStore,
   type RetentionPolicy,
@@ -36,6 +37,8 @@ export class GarbageCollectorComponent implements Component {
   private timer?: NodeJS.Timeout;
   private running?: Promise<unknown>;
   private readonly controller = new AbortController();
+  /** Each full snapshot is downloaded and checked once, not at every run (full-verdicts.ts). */
+  private readonly verdicts = new FullVerdicts();
 
   constructor(
     private readonly options: GarbageCollectorOptions,
@@ -78,6 +81,7 @@ export class GarbageCollectorComponent implements Component {
         logger: this.logger,
         signal: this.controller.signal,
         purpose: 'etcd-snapshot garbage collector',
+        verdicts: this.verdicts,
       });
       for (const row of reportRows(report)) {
         if (row.result === 'deleted' || row.result === 'failed') {

@@ -1,10 +1,11 @@
 import { errorMessage, type Logger } from '@etcd-steward/core/common';
-import { type AlarmType, type EtcdAlarm, type EtcdConnection, listAlarms } from '@etcd-steward/core/etcd';
+import type { AlarmType, EtcdAlarm, EtcdConnection } from '@etcd-steward/core/etcd';
 import { recoverFromNoSpace } from '@etcd-steward/core/maintenance';
 import { Counter, Gauge } from 'prom-client';
 import type { Component, ComponentContext } from '../component.js';
 import type { Leadership } from '../leadership/leadership.js';
 import type { Serial } from '../serial.js';
+import { readAlarms } from './alarm-reads.js';
 
 export interface AlarmsOptions {
   connection: EtcdConnection;
@@ -35,8 +36,6 @@ export class AlarmsComponent implements Component {
   private timer?: NodeJS.Timeout;
   private alarms: EtcdAlarm[] = [];
   private recovering?: Promise<unknown>;
-  /** Whether the last check could read the alarms: a failure is logged when it begins, not at every check. */
-  private readable = true;
 
   constructor(
     private readonly options: AlarmsOptions,
@@ -79,15 +78,9 @@ export class AlarmsComponent implements Component {
   }
 
   private async check(): Promise<void> {
-    try {
-      this.alarms = await listAlarms(this.options.connection, { timeoutMs: 5_000 });
-    } catch (err) {
-      // etcd down is the leadership component's to report (once): the next period asks again, silently.
-      if (this.readable) this.logger.warn('cannot read etcd alarms; asking again', { reason: errorMessage(err) });
-      this.readable = false;
-      return;
-    }
-    this.readable = true;
+    const alarms = await readAlarms(this.options.connection, this.logger);
+    if (!alarms) return;
+    this.alarms = alarms;
     const nospace = this.alarms.filter((a) => a.alarm === 'NOSPACE');
     if (nospace.length === 0 || this.recovering || this.options.leadership.role !== 'leader') return;
     this.logger.warn('NOSPACE alarm: etcd refuses writes; recovering', { members: nospace.map((a) => a.memberId) });

@@ -1,7 +1,8 @@
-import { errorMessage, type Logger } from '@etcd-steward/core/common';
-import { type EtcdConnection, listAlarms } from '@etcd-steward/core/etcd';
+import type { Logger } from '@etcd-steward/core/common';
+import type { EtcdConnection } from '@etcd-steward/core/etcd';
 import type { Component, ComponentContext } from '../component.js';
 import type { Leadership } from '../leadership/leadership.js';
+import { readAlarms } from './alarm-reads.js';
 
 export interface CorruptFenceOptions {
   connection: EtcdConnection;
@@ -22,8 +23,6 @@ export class CorruptFence implements Component {
   private timer?: NodeJS.Timeout;
   private stopped = false;
   private corrupt = false;
-  /** Whether the last check could read the alarms: a failure is logged when it begins, not at every check. */
-  private readable = true;
 
   constructor(
     private readonly options: CorruptFenceOptions,
@@ -50,16 +49,9 @@ export class CorruptFence implements Component {
   }
 
   private async check(): Promise<void> {
-    let alarms: Awaited<ReturnType<typeof listAlarms>>;
-    try {
-      alarms = await listAlarms(this.options.connection, { timeoutMs: 5_000 });
-    } catch (err) {
-      // etcd down is the leadership's to report; the fence stays as it was until etcd answers again.
-      if (this.readable) this.logger.warn('cannot read etcd alarms; asking again', { reason: errorMessage(err) });
-      this.readable = false;
-      return;
-    }
-    this.readable = true;
+    // Unread, the fence stays as it was until etcd answers again.
+    const alarms = await readAlarms(this.options.connection, this.logger);
+    if (!alarms) return;
     const own = this.options.leadership.status?.memberId;
     const corrupt = alarms.some((a) => a.alarm === 'CORRUPT' && a.memberId === own);
     if (corrupt === this.corrupt) return;

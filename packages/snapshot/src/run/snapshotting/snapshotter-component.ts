@@ -10,6 +10,7 @@ import { type Leadership, NotLeaderError, type Role } from '../leadership/leader
 import { Serial } from '../serial.js';
 import type { SavedSnapshot, Snapshotter } from '../sidecar-part.js';
 import { FencedStore } from './fenced-store.js';
+import { SecondWriterCheck } from './second-writer.js';
 import { snapshotRoutes } from './snapshot-api.js';
 import { SnapshotMetrics } from './snapshot-metrics.js';
 import { SnapshotTerm, type SnapshotTermOptions } from './snapshot-term.js';
@@ -54,6 +55,7 @@ export class SnapshotterComponent implements Component, Snapshotter {
     storeNotWritable: false,
   };
   private readonly store: SnapStore;
+  private readonly writers: SecondWriterCheck;
   private readonly logger: Logger;
   /** false while a term cannot start because the store does not answer; a running term tracks its uploads. */
   private storeReachable = true;
@@ -65,7 +67,8 @@ export class SnapshotterComponent implements Component, Snapshotter {
     context: ComponentContext,
   ) {
     this.logger = context.logger;
-    this.store = new FencedStore(options.store, () => options.leadership.confirm());
+    this.writers = new SecondWriterCheck(new FencedStore(options.store, () => options.leadership.confirm()), context);
+    this.store = this.writers;
     this.metrics = new SnapshotMetrics(context.registry, () => {
       const term = this.term?.gauges();
       return {
@@ -108,7 +111,8 @@ export class SnapshotterComponent implements Component, Snapshotter {
   }
 
   healthy(): boolean {
-    return this.term?.healthy() ?? (this.storeReachable && this.historyRefused === undefined);
+    const writing = this.term?.healthy() ?? (this.storeReachable && this.historyRefused === undefined);
+    return writing && this.writers.healthy();
   }
 
   /** The oldest revision this sidecar's deltas still need from etcd's history (a compaction must keep it). */
@@ -169,6 +173,7 @@ export class SnapshotterComponent implements Component, Snapshotter {
       // Before this term's own first upload: what is incomplete now was left by a writer that stopped.
       await this.abortIncompleteUploads();
       const backoff = new Backoff({ baseDelayMs: RETRY_MS, maxDelayMs: MAX_RETRY_MS });
+      this.writers.beginTerm();
       while (!waiting.signal.aborted) {
         const term = new SnapshotTerm({
           ...this.options,
