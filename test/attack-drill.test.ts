@@ -1,3 +1,4 @@
+// One etcd version: the store's versions and locks under an attacker, which do not change with etcd's version.
 /**
  * The attack drill (docs/operator.md, "The backups were tampered with"): the real sidecar backs etcd up into an S3
  * bucket under Object Lock, then credentials as the sidecar's delete and overwrite every current object of the
@@ -7,7 +8,6 @@
  * versioned test server (test/servers/s3-versions.ts).
  */
 import { randomBytes } from 'node:crypto';
-import { writeFile } from 'node:fs/promises';
 import {
   DeleteObjectCommand,
   ListObjectsV2Command,
@@ -19,7 +19,7 @@ import { freePort, keyspaceFingerprint } from '@etcd-steward/core';
 import { fingerprintRestored, startCluster, writeWorkload } from '@etcd-steward/testing';
 import { expect, it, onTestFinished } from 'vitest';
 import { runProgram } from './run-program.js';
-import { startS3Server } from './servers/s3-server.js';
+import { startS3Server, writeS3Credentials } from './servers/s3-server.js';
 import { metric, snapshotsReach, startSidecar, waitFor } from './sidecar-helpers.js';
 import { tempDir } from './temp-dir.js';
 
@@ -30,10 +30,7 @@ it('restores the newest state exactly after stolen credentials deleted and overw
   onTestFinished(() => server.stop());
   server.configureBucket('locked', { objectLock: { mode: 'COMPLIANCE', days: 1 } });
   const credentials = at('credentials.json');
-  await writeFile(
-    credentials,
-    JSON.stringify({ accessKeyID: server.accessKeyId, secretAccessKey: server.secretAccessKey, region: server.region }),
-  );
+  await writeS3Credentials(credentials, server);
   const env = { ...process.env, AWS_APPLICATION_CREDENTIALS_JSON: credentials, AWS_EC2_METADATA_DISABLED: 'true' };
   const storeOf = (bucket: string) => `s3://${bucket}/etcd?endpoint=${encodeURIComponent(server.endpoint)}`;
   const cluster = await startCluster();

@@ -1,3 +1,4 @@
+// One etcd version: an encryption header's key id, which does not change with etcd's version.
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { cp, readFile, writeFile } from 'node:fs/promises';

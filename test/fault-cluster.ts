@@ -1,11 +1,19 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createEtcdClient, type Etcd3, EtcdProcess, findEtcdBinaries, freePort } from '@etcd-steward/core';
+import {
+  createEtcdClient,
+  type Etcd3,
+  type EtcdMemberOptions,
+  EtcdProcess,
+  findEtcdBinaries,
+  freePort,
+} from '@etcd-steward/core';
 
 /**
  * The cluster of a fault run (docs/proof.md §5) and what the run does to it beyond killing: members restartable on
- * their data dirs, the lead handed to a chosen member, etcd's quota filled until it raises NOSPACE.
+ * their data dirs (all of them stopped and started again around a restore), the lead handed to a chosen member,
+ * etcd's quota filled until it raises NOSPACE.
  */
-/** The members of the run's cluster, each restartable on its data dir. */
+/** The members of the run's cluster, each restartable on its data dir, or on one a restore or a rejoin made. */
 export async function startFaultCluster(
   count: 1 | 3,
   seed: number,
@@ -17,13 +25,14 @@ export async function startFaultCluster(
   for (let i = 0; i < count; i++)
     specs.push({ name: `f${i}`, clientPort: await freePort(), peerPort: await freePort() });
   const initialCluster = specs.map((s) => `${s.name}=http://127.0.0.1:${s.peerPort}`).join(',');
-  const options = specs.map((s) => ({
+  const clusterToken = `fault-run-${seed}`;
+  const options: EtcdMemberOptions[] = specs.map((s) => ({
     binaries,
     ...s,
     dataDir: at(`etcd-${s.name}`),
     logFile: at(`etcd-${s.name}.log`),
     initialCluster,
-    clusterToken: `fault-run-${seed}`,
+    clusterToken,
     throwaway: true,
     extraArgs,
   }));
@@ -35,17 +44,48 @@ export async function startFaultCluster(
     await Promise.all(members.map((m) => m.stop()));
     throw err;
   }
+  const start = async (i: number, timeoutMs = 30_000) => {
+    members[i] = await EtcdProcess.start(options[i]);
+    await members[i].waitHealthy(timeoutMs);
+  };
   return {
+    count,
     endpoints: members.map((m) => m.clientUrl),
+    initialCluster,
+    clusterToken,
+    /** What etcd-restore and etcd-validate need to lay out member i's data dir. */
+    member: (i: number) => ({
+      name: options[i].name,
+      dataDir: options[i].dataDir,
+      peerUrl: `http://127.0.0.1:${specs[i].peerPort}`,
+      clientUrl: members[i].clientUrl,
+    }),
     async restart(i: number, downMs: number) {
       await members[i].kill();
       await sleep(downMs);
-      members[i] = await EtcdProcess.start(options[i]);
-      await members[i].waitHealthy();
+      await start(i);
+    },
+    kill: (i: number) => members[i].kill(),
+    /**
+     * Starts member i again; after a rejoin with the `--initial-cluster` and state etcd-validate printed (and kept
+     * for its later restarts: etcd ignores both once its data dir holds data).
+     */
+    async start(i: number, rejoined?: { initialCluster: string; clusterState: 'new' | 'existing' }) {
+      if (rejoined) options[i] = { ...options[i], ...rejoined };
+      await start(i, 60_000);
+    },
+    /** Every member stopped (SIGTERM), as before a restore. */
+    stopAll: () => Promise.all(members.map((m) => m.stop())),
+    /** Every member started on its data dir, together (a restored cluster forms its quorum anew). */
+    async startAll() {
+      for (let i = 0; i < count; i++) members[i] = await EtcdProcess.start(options[i]);
+      await Promise.all(members.map((m) => m.waitHealthy(60_000)));
     },
     stop: () => Promise.all(members.map((m) => m.stop())),
   };
 }
+
+export type FaultCluster = Awaited<ReturnType<typeof startFaultCluster>>;
 
 async function withClient<T>(endpoints: string[], call: (client: Etcd3) => Promise<T>): Promise<T> {
   const client = createEtcdClient({ endpoints });

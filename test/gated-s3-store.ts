@@ -1,9 +1,8 @@
 import { once } from 'node:events';
-import { writeFile } from 'node:fs/promises';
 import { connect, createServer, type Server } from 'node:net';
 import { freePort, openStore } from '@etcd-steward/core';
 import { onTestFinished } from 'vitest';
-import { startS3Server } from './servers/s3-server.js';
+import { startS3Server, writeS3Credentials } from './servers/s3-server.js';
 
 /** A TCP port that refuses connections until `open()` forwards it to `target` (the store comes up). */
 async function laterPort(target: URL) {
@@ -38,10 +37,7 @@ export async function gatedS3Store(at: (...names: string[]) => string, name: str
   const s3 = await startS3Server({ buckets: ['backups'] });
   onTestFinished(() => s3.stop());
   const credentials = at(`${name}-s3-credentials.json`);
-  await writeFile(
-    credentials,
-    JSON.stringify({ accessKeyID: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, region: s3.region }),
-  );
+  await writeS3Credentials(credentials, s3);
   process.env.AWS_APPLICATION_CREDENTIALS_JSON = credentials;
   process.env.AWS_EC2_METADATA_DISABLED = 'true';
   const gate = await laterPort(new URL(s3.endpoint));

@@ -1,3 +1,4 @@
+// One etcd version: the Node a program starts on, checked before anything else loads.
 import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';

@@ -1,3 +1,4 @@
+// One etcd version: the plan's list of what --fork sets aside, read from the store alone.
 import { readdir } from 'node:fs/promises';
 import { LocalStore, listSnapshots } from '@etcd-steward/core';
 import { buildChainStore, startCluster } from '@etcd-steward/testing';

@@ -1,3 +1,4 @@
+// One etcd version: a full snapshot retried after the store refused it, which does not change with etcd's version.
 import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startCluster } from '@etcd-steward/testing';

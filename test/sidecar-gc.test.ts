@@ -1,8 +1,7 @@
-import { writeFile } from 'node:fs/promises';
 import { LocalStore, listSnapshots } from '@etcd-steward/core';
 import { startCluster } from '@etcd-steward/testing';
 import { expect, it, onTestFinished } from 'vitest';
-import { startS3Server } from './servers/s3-server.js';
+import { startS3Server, writeS3Credentials } from './servers/s3-server.js';
 import {
   chainProblems,
   expectRestored,
@@ -75,10 +74,7 @@ it("the sidecar's garbage collector reads each full snapshot once, and again onl
   const server = await startS3Server({ buckets: ['backups'] });
   onTestFinished(() => server.stop());
   const credentials = at('s3-credentials.json');
-  await writeFile(
-    credentials,
-    JSON.stringify({ accessKeyID: server.accessKeyId, secretAccessKey: server.secretAccessKey, region: server.region }),
-  );
+  await writeS3Credentials(credentials, server);
   const cluster = await startCluster();
   onTestFinished(() => cluster.stop());
   const sidecar = await startSidecar({

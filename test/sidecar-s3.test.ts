@@ -1,7 +1,6 @@
-import { writeFile } from 'node:fs/promises';
 import { startCluster } from '@etcd-steward/testing';
 import { expect, it, onTestFinished } from 'vitest';
-import { startS3Server } from './servers/s3-server.js';
+import { startS3Server, writeS3Credentials } from './servers/s3-server.js';
 import { metric, startSidecar, waitFor } from './sidecar-helpers.js';
 import { tempDir } from './temp-dir.js';
 
@@ -30,10 +29,7 @@ it('on becoming leader the sidecar aborts the multipart uploads a killed writer 
   expect(server.pendingUploads('backups').map((u) => u.key)).toEqual([key, 'elsewhere/object']);
 
   const credentials = at('credentials.json');
-  await writeFile(
-    credentials,
-    JSON.stringify({ accessKeyID: server.accessKeyId, secretAccessKey: server.secretAccessKey, region: server.region }),
-  );
+  await writeS3Credentials(credentials, server);
   const cluster = await startCluster();
   onTestFinished(() => cluster.stop());
   const sidecar = await startSidecar({

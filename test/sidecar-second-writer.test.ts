@@ -1,3 +1,4 @@
+// One etcd version: two writers on one store, told apart by the store, not by etcd.
 import { writeFile } from 'node:fs/promises';
 import { startCluster } from '@etcd-steward/testing';
 import { describe, expect, it, onTestFinished } from 'vitest';

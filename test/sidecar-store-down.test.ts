@@ -5,7 +5,7 @@ import { startCluster } from '@etcd-steward/testing';
 import { expect, it, onTestFinished } from 'vitest';
 import { gatedS3Store } from './gated-s3-store.js';
 import { runProgram } from './run-program.js';
-import { startS3Server } from './servers/s3-server.js';
+import { startS3Server, writeS3Credentials } from './servers/s3-server.js';
 import {
   chainProblems,
   etcdRevision,
@@ -203,10 +203,7 @@ it('a misconfigured store is still exit 2 at start: a bucket that does not exist
   const s3 = await startS3Server({ buckets: ['backups'] });
   onTestFinished(() => s3.stop());
   const credentials = at('s3-credentials-2.json');
-  await writeFile(
-    credentials,
-    JSON.stringify({ accessKeyID: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, region: s3.region }),
-  );
+  await writeS3Credentials(credentials, s3);
   const result = await runProgram(
     'etcd-snapshot',
     [

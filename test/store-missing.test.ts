@@ -1,3 +1,4 @@
+// One etcd version: how each program answers a missing store, before etcd matters.
 import { readdir } from 'node:fs/promises';
 import { startCluster } from '@etcd-steward/testing';
 import { describe, expect, it } from 'vitest';

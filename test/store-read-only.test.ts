@@ -1,3 +1,4 @@
+// One etcd version: how a read-only store is named and counted, which does not change with etcd's version.
 import { execFile, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmdirSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';

@@ -1,3 +1,4 @@
+// One etcd version: what a versioned bucket keeps and how it is read back, which does not change with etcd's version.
 /**
  * Snapshots hidden or replaced in a versioned S3 bucket (Object Lock keeps the versions): a delete without a version
  * id only adds a delete marker, a PUT over a snapshot only adds a newer version. The restore and verify read through

@@ -10,6 +10,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -33,6 +34,15 @@ export interface S3TestServer extends TestServer {
   gets(bucket: string): Map<string, number>;
   /** A key's versions, newest first, delete markers included. */
   versionsOf(bucket: string, key: string): { versionId: string; deleteMarker: boolean; size: number }[];
+}
+
+/** The server's credentials as a JSON file ebr's S3 provider (and ours) reads (AWS_APPLICATION_CREDENTIALS_JSON). */
+export async function writeS3Credentials(
+  path: string,
+  server: Pick<S3TestServer, 'accessKeyId' | 'secretAccessKey' | 'region'>,
+): Promise<void> {
+  const { accessKeyId: accessKeyID, secretAccessKey, region } = server;
+  await writeFile(path, JSON.stringify({ accessKeyID, secretAccessKey, region }));
 }
 
 export interface S3ServerOptions {

@@ -78,7 +78,7 @@ describe('reconcileSpool', () => {
     expect(plan).toEqual({ heads: { head: 160, deltaHead: 160, fullsAfter: [] }, drop: [] });
   });
 
-  it('keeps the delta that goes on through two full snapshots taken within one delta period', () => {
+  it('keeps the delta that goes on through two full snapshots taken within one delta period', async () => {
     // The store: deltas up to 80, then full snapshots at 100 and 130 while the open delta grew from 81 on.
     const ref = (kind: 'Full' | 'Incr', s: number, l: number) => parseSnapshotName(spooled(kind, s, l).name)!;
     const store = headsOf([ref('Full', 0, 40), ref('Incr', 41, 80), ref('Full', 0, 100), ref('Full', 0, 130)]);
@@ -87,7 +87,15 @@ describe('reconcileSpool', () => {
       heads: { head: 140, deltaHead: 140, fullsAfter: [] },
       drop: [],
     });
-    expect(resumeRevision(store)).toBe(80);
+    expect(await resumeRevision(store, async () => true)).toBe(80);
+  });
+
+  it('resumes after the full snapshot a chain started again at, where etcd no longer holds the deltas end', async () => {
+    const ref = (kind: 'Full' | 'Incr', s: number, l: number) => parseSnapshotName(spooled(kind, s, l).name)!;
+    // Deltas up to 1526, etcd compacted past them, the chain started again at a full snapshot at 4039.
+    const store = headsOf([ref('Full', 0, 532), ref('Incr', 533, 1526), ref('Full', 0, 4039), ref('Full', 0, 5000)]);
+    expect(await resumeRevision(store, async (r) => r > 3000)).toBe(4039);
+    expect(await resumeRevision(store, async () => false)).toBe(5000);
   });
 });
 

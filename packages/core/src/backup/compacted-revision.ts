@@ -56,9 +56,10 @@ export async function etcdHoldsEvents(
 /**
  * What etcd's current state says of `events` (a stored revision's, all of them) once etcd compacted past their
  * revision R, where neither a watch nor a range at R can read it any more. A key put at R and not written since
- * still carries mod revision R: its value, create revision, version and lease must be the event's. A key whose
- * newest write is older than R was not put at R in etcd's history, and a key deleted at R cannot exist now with a
- * create revision at or below R: either is a different history. 'unknown' when every key named was written since.
+ * still carries mod revision R: its value, create revision, version and lease must be the event's; a key created at
+ * R and alive ever since still carries create revision R. A key alive since before R tells a different history
+ * where the event deleted it there, or put it with another create revision or a version it has not reached, and so
+ * does a key whose newest write is older than R. 'unknown' when every key named was deleted or made again since.
  */
 export async function etcdStateAgrees(
   connection: EtcdConnection,
@@ -71,12 +72,14 @@ export async function etcdStateAgrees(
     const found = await Promise.all(batch.map((e) => rangeAt(connection, token, e.key, 0)));
     for (const [j, e] of batch.entries()) {
       const kv = found[j] === 'compacted' ? undefined : found[j];
-      if (e.type === 'delete') {
-        if (kv && kv.createRevision <= e.modRevision) return 'different';
-      } else if (kv && kv.modRevision === e.modRevision) {
+      if (!kv || kv.createRevision > e.modRevision) continue; // gone, or made again since: it tells nothing
+      if (e.type === 'delete') return 'different';
+      if (kv.modRevision === e.modRevision) {
         if (!sameState(e, kv)) return 'different';
         verdict = 'same';
-      } else if (kv && kv.modRevision < e.modRevision) return 'different';
+      } else if (kv.modRevision < e.modRevision || kv.createRevision !== e.createRevision || kv.version < e.version) {
+        return 'different';
+      } else if (e.createRevision === e.modRevision) verdict = 'same'; // created there, and alive ever since
     }
   }
   return verdict;

@@ -133,15 +133,32 @@ export async function compareStoredRevision(
   scratchDir: string,
   options: { signal?: AbortSignal } = {},
 ): Promise<'same' | 'different' | 'skip' | 'compacted'> {
-  const revision = entry.lastRevision;
-  const unreadable = (reason: string) => new OperationError(`cannot read revision ${revision} from etcd: ${reason}`);
-  const events = entry.kind === 'Incr' ? await lastRevisionEvents(store, entry, scratchDir, options) : undefined;
-  const stored = events ? revisionDigest(events) : await storedRevisionDigest(store, entry, scratchDir, options);
+  if (entry.kind === 'Incr') {
+    const events = await lastRevisionEvents(store, entry, scratchDir, options);
+    return compareEventsWithEtcd(connection, entry.lastRevision, events, options);
+  }
+  const stored = await storedRevisionDigest(store, entry, scratchDir, options);
   if (stored === undefined) return 'skip';
-  const live = await etcdRevisionDigest(connection, revision, options);
+  const live = await etcdRevisionDigest(connection, entry.lastRevision, options);
   if ('digest' in live) return live.digest === stored ? 'same' : 'different';
-  if (live.missing === 'unreachable') throw unreadable(live.reason);
-  if (!events) return 'compacted';
+  if (live.missing === 'unreachable') throw unreadable(entry.lastRevision, live.reason);
+  return 'compacted';
+}
+
+/**
+ * How `events` (all of one revision's, as a delta holds them) compare with what etcd holds at `revision`: by the
+ * revision's digest where etcd still has its events, else by etcd's state at the revision it compacted at, or by its
+ * state now once it compacted past (etcdStateAgrees). An OperationError when etcd cannot be read.
+ */
+export async function compareEventsWithEtcd(
+  connection: EtcdConnection,
+  revision: number,
+  events: readonly DeltaEvent[],
+  options: { signal?: AbortSignal } = {},
+): Promise<'same' | 'different' | 'compacted'> {
+  const live = await etcdRevisionDigest(connection, revision, options);
+  if ('digest' in live) return live.digest === revisionDigest(events) ? 'same' : 'different';
+  if (live.missing === 'unreachable') throw unreadable(revision, live.reason);
   try {
     const token = await etcdAuthToken(connection);
     if ((await compactionAt(connection, token, revision)) === 'past') {
@@ -151,8 +168,12 @@ export async function compareStoredRevision(
     const held = await etcdHoldsEvents(connection, token, revision, events);
     return held === 'compacted' ? 'compacted' : held ? 'same' : 'different';
   } catch (err) {
-    throw unreadable(errorMessage(err));
+    throw unreadable(revision, errorMessage(err));
   }
+}
+
+function unreadable(revision: number, reason: string): OperationError {
+  return new OperationError(`cannot read revision ${revision} from etcd: ${reason}`);
 }
 
 /** A delta's events at its last revision, read and checked through a scratch file in `scratchDir`. */

@@ -23,8 +23,6 @@ export type HistoryVerdict =
       commonRevision: number;
       abandoned: CatalogEntry[];
       etcdRevision: number;
-      /** etcd compacted the revisions where the fork lies: `commonRevision` is the newest one kept, not one proven. */
-      unproven?: boolean;
     }
   | { kind: 'foreign'; etcdRevision: number; storeRevision: number }
   | { kind: 'unknown'; reason: string };
@@ -41,6 +39,9 @@ export interface HistoryCheckOptions {
   catchUpMs?: number;
   signal?: AbortSignal;
 }
+
+/** Snapshots that cannot be compared, walked past below one proven to differ before the check gives up. */
+const MAX_UNTOLD = 20;
 
 /** How one snapshot's last revision compares with etcd's: `skip` records nothing, `compacted` etcd no longer has it. */
 export type RevisionMatch = 'same' | 'different' | 'skip' | 'compacted';
@@ -68,8 +69,10 @@ export async function compareWithEtcd(
  * proves every older one. The common case costs one comparison; snapshots past etcd's revision differ without
  * one. Where the oldest snapshot that differs is a delta, the fork may lie inside it: its events are compared
  * with etcd's revision by revision. Snapshots that record nothing to compare (ebr's full snapshots, and etcd's
- * empty revision 1, which every history shares) are passed over; below a revision etcd compacted, nothing can be
- * compared any more.
+ * empty revision 1, which every history shares) are passed over. Where nothing differs and the newest snapshot that
+ * can be told is compacted, it cannot be told (`unknown`); once one differs, the walk goes on past those that cannot
+ * be told (up to MAX_UNTOLD) to one proven the same, and everything after it is abandoned: a difference proven and
+ * no agreement found is another history (`foreign`, refused), never `unknown`.
  */
 export async function checkStoreHistory(options: HistoryCheckOptions): Promise<HistoryVerdict> {
   const { store, connection, scratchDir, signal } = options;
@@ -82,8 +85,10 @@ export async function checkStoreHistory(options: HistoryCheckOptions): Promise<H
 
   /** The oldest snapshot found to differ so far. */
   let oldestDifferent: CatalogEntry | undefined;
+  /** The newest revision proven the same. */
   let agreed: number | undefined;
-  let compacted = false;
+  /** Snapshots that could not be compared lie between the oldest one found to differ and `agreed`. */
+  let untold = 0;
   for (const entry of entries.toReversed()) {
     const match = await compare(entry);
     if (match === 'same') {
@@ -91,16 +96,26 @@ export async function checkStoreHistory(options: HistoryCheckOptions): Promise<H
       agreed = entry.lastRevision;
       break;
     }
-    compacted = match === 'compacted';
-    if (compacted) break;
-    if (match === 'different') oldestDifferent = entry;
+    if (match === 'different') {
+      oldestDifferent = entry;
+      untold = 0;
+    } else if (oldestDifferent) {
+      // Once a snapshot is proven to differ, the ones below it that cannot be compared belong to no history yet:
+      // the walk goes on to one that can (a delta's revision still tells by etcd's state, past its compaction).
+      if (++untold > MAX_UNTOLD) break;
+    } else if (match === 'compacted') {
+      return { kind: 'unknown', reason: 'no snapshot of the store records a revision etcd still holds' };
+    }
   }
   if (!oldestDifferent)
     return { kind: 'unknown', reason: 'no snapshot of the store records a revision etcd still holds' };
   if (oldestDifferent.kind === 'Incr' && oldestDifferent.startRevision <= etcdRevision) {
     const within = await deltaAgreesThrough(store, oldestDifferent, connection, etcdRevision, scratchDir, { signal });
-    if (within === undefined) compacted = true;
-    else agreed = Math.max(agreed ?? 0, within);
+    // Its first revision differing proves the fork no later than that, not at it: only with the snapshot right
+    // before it proven the same is the revision before it shared.
+    const proven =
+      within !== undefined && (within >= oldestDifferent.startRevision || (untold === 0 && agreed !== undefined));
+    if (proven) agreed = Math.max(agreed ?? 0, within);
   }
   // etcd's empty revision 1 is no history shared.
   if (agreed !== undefined && agreed >= 2) {
@@ -110,17 +125,7 @@ export async function checkStoreHistory(options: HistoryCheckOptions): Promise<H
     if (abandoned.length === 0) return { kind: 'continues', checkedRevision: commonRevision };
     return { kind: 'forked', commonRevision, abandoned, etcdRevision };
   }
-  if (compacted) {
-    // A snapshot etcd does not hold is not etcd's history, whether or not the fork itself can still be found: the
-    // store's history goes on only below it, as far as can be told.
-    const differs = oldestDifferent;
-    const abandoned = entries.filter((e) => e.lastRevision >= differs.lastRevision);
-    const commonRevision = Math.max(
-      differs.kind === 'Incr' ? differs.startRevision - 1 : 0,
-      ...entries.filter((e) => e.lastRevision < differs.lastRevision).map((e) => e.lastRevision),
-    );
-    return { kind: 'forked', commonRevision, abandoned, etcdRevision, unproven: true };
-  }
+  // A snapshot proven to differ, and none proven the same: another history, as far as can be told.
   return { kind: 'foreign', etcdRevision, storeRevision };
 }
 
@@ -146,7 +151,7 @@ export async function etcdRevisionAtLeast(
 export class ForeignHistoryError extends OperationError {
   constructor(location: string, verdict: { etcdRevision: number; storeRevision: number }) {
     super(
-      `${location} holds another history than etcd's (etcd at revision ${verdict.etcdRevision} holds none of the revisions the store's snapshots end with, up to ${verdict.storeRevision}): another cluster's store, or one from before this cluster was created. Nothing is written to it. Point --store at a prefix of this cluster's own, or move the old snapshots out of it (etcd-copy-backups to another store, then delete them)`,
+      `${location} holds another history than etcd's (etcd at revision ${verdict.etcdRevision} holds none of the revisions the store's snapshots end with, up to ${verdict.storeRevision}): another cluster's store, or one from before this cluster was created. Nothing is written to it. Point --store at a prefix of this cluster's own, or move the old snapshots out of it (etcd-copy-backups to another store, then delete them); if this cluster was restored from this store to an earlier revision without --fork and etcd has compacted since, move the snapshots past that revision to forks/<revision>-<seconds>/ (etcd-restore --fork --dry-run lists them)`,
     );
   }
 }

@@ -5,23 +5,18 @@ import { isTombstoneKey, mainRevision } from '../bbolt/revision-key.js';
 import { IntegrityError } from '../common/errors.js';
 import { collectGarbage, PAGES_PER_COLLECTION } from '../common/memory-bound.js';
 import { ProtoCursor } from '../common/protobuf-wire.js';
+import type { DeltaEvent } from '../format/delta-format.js';
 import { NewestRows } from '../validation/newest-rows.js';
 import { type KeyFilter, keyMatches } from './key-filter.js';
 
-/** A key as an etcd db holds it at a revision: its newest row there (mvccpb.KeyValue, docs/etcd-formats.md §3.2). */
-export interface DbKey {
-  key: Buffer;
-  /** Empty for a deleted key. */
-  value: Buffer;
-  createRevision: number;
-  /** The revision of the key's newest row: its last put, or its deletion. */
-  modRevision: number;
-  version: number;
-  /** The lease ID in decimal (int64: past 2^53), '0' for none. */
-  lease: string;
+/**
+ * A key as an etcd db holds it at a revision: its newest row there (mvccpb.KeyValue, docs/etcd-formats.md §3.2), with
+ * an event's fields; `modRevision` is its last put's, or its deletion's.
+ */
+export type DbKey = Omit<DeltaEvent, 'type' | 'time'> & {
   /** The newest row is a tombstone: the key was deleted at `modRevision` and is not in the keyspace. */
   deleted: boolean;
-}
+};
 
 export interface DbKeysOptions {
   /** Only rows at or below this revision count (a full snapshot may hold more than its name says, etcd#9037). */

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { compactionAt } from '@etcd-steward/core/backup';
+import { compactionAt, compareEventsWithEtcd } from '@etcd-steward/core/backup';
 import { Backoff, collectGarbage, errorMessage, type Logger } from '@etcd-steward/core/common';
 import {
   type EtcdConnection,
@@ -59,8 +59,13 @@ export class DeltaWriter {
   private spoolFull = false;
   /** The history line of the watch now running (SpooledDelta.line); 0 while none runs. */
   private watchLine = 0;
-  /** The line the next watch continues (a full snapshot spooled right before it), instead of a new one. */
-  private continuedLine?: number;
+  /**
+   * The line the next watch writes to: a new one, a given one (a full snapshot spooled right before it), or, when
+   * unset, the one before (a watch that broke off, etcd proven to hold what it wrote).
+   */
+  private nextLine?: number | 'new' = 'new';
+  /** The newest revision written in the current line, and its events: what proves etcd still holds the line. */
+  private lastWritten?: { revision: number; events: DeltaEvent[] };
   private readonly logger: Logger;
 
   constructor(private readonly options: DeltaWriterOptions) {
@@ -127,7 +132,7 @@ export class DeltaWriter {
   restart(reconcile: () => Promise<number>, line?: number): Promise<void> {
     return this.local.run(async () => {
       this.chainHead = await reconcile();
-      this.continuedLine = line;
+      this.nextLine = line ?? 'new';
       await this.rewatch();
     });
   }
@@ -161,16 +166,19 @@ export class DeltaWriter {
     while (!this.options.signal.aborted) {
       const control = new AbortController();
       this.watchControl = control;
-      // Each watch is a line of its own: after a break etcd may hold another history (restored meanwhile).
-      this.watchLine = this.continuedLine ?? this.options.spool.newLine();
-      this.continuedLine = undefined;
       const signal = AbortSignal.any([this.options.signal, control.signal]);
       try {
         if (inDoubt) {
-          // The check may restart this writer, which aborts this watch: it starts over, in no doubt now.
           inDoubt = false;
-          await this.options.recheckHistory();
+          // After a break etcd may hold another history (restored meanwhile). Where it does not hold what this line
+          // wrote, the next watch starts a line of its own and the history is checked again (which may restart this
+          // writer and abort this watch: it starts over, in no doubt now).
+          if (!(await this.etcdHoldsLine())) {
+            this.nextLine ??= 'new';
+            await this.options.recheckHistory();
+          }
         }
+        this.takeLine();
         await this.assertWatchable(this.resumeRevision());
         for await (const batch of watchRevisions(this.options.connection, this.resumeRevision(), { signal })) {
           // A batch that arrives after a rewatch belongs to a chain position that no longer exists.
@@ -194,7 +202,7 @@ export class DeltaWriter {
           continue;
         }
         this.options.metrics.failures.inc({ error: 'etcd' });
-        // What the broken watch gave ends its line: the next watch may read another history.
+        // What the broken watch gave goes to the spool in its line; the next watch may read another history.
         if (await this.local.run(() => this.flushOpen())) this.options.onFlushed();
         else await this.local.run(() => this.discardOpen());
         if (!broken) {
@@ -208,6 +216,32 @@ export class DeltaWriter {
         await backoff.wait(this.options.signal).catch(() => {});
       }
     }
+  }
+
+  /** Whether a watch from `revision` reads every event etcd wrote there and after (not compacted at or past it). */
+  private async canResume(revision: number): Promise<boolean> {
+    return this.assertWatchable(revision).then(
+      () => true,
+      (err) => !(err instanceof WatchCompactedError),
+    );
+  }
+
+  /** The line the watch about to start writes to (nextLine). */
+  private takeLine(): void {
+    if (this.nextLine === undefined) return;
+    this.watchLine = this.nextLine === 'new' ? this.options.spool.newLine() : this.nextLine;
+    this.nextLine = undefined;
+    this.lastWritten = undefined;
+  }
+
+  /** Whether etcd holds the newest revision this line wrote as it was written (false when unknown). */
+  private async etcdHoldsLine(): Promise<boolean> {
+    const last = this.lastWritten;
+    if (!last) return false;
+    const match = await compareEventsWithEtcd(this.options.connection, last.revision, last.events).catch(
+      () => 'unknown',
+    );
+    return match === 'same';
   }
 
   /**
@@ -250,6 +284,8 @@ export class DeltaWriter {
     }
     try {
       await this.open.add(fresh, readBack);
+      const revision = fresh[fresh.length - 1].modRevision;
+      this.lastWritten = { revision, events: fresh.filter((e) => e.modRevision === revision) };
     } catch (err) {
       this.spoolFailed(err);
       await this.rewatch();
@@ -309,7 +345,10 @@ export class DeltaWriter {
   }
 
   private async cover(revision: number, restart: boolean): Promise<void> {
-    if (revision <= this.chainHead || (this.chainHead > 0 && !restart)) return;
+    if (revision <= this.chainHead) return;
+    // The deltas go on through this snapshot only where etcd still holds what the next one needs; where it does not
+    // (compacted past the chain's position: after a fork, say), the chain starts again right after this snapshot.
+    if (this.chainHead > 0 && !restart && (this.open || (await this.canResume(this.chainHead + 1)))) return;
     // What the open delta holds continues the chain before this snapshot: it goes to the spool, and what the spool
     // holds is uploaded as it is. When the spool has no room, its revisions are etcd's to give again, if it still can.
     if (this.open && !(await this.flushOpen())) await this.discardOpen();

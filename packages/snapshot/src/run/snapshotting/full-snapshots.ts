@@ -45,6 +45,8 @@ export interface FullSnapshotsOptions {
   coverThrough(revision: number, restart: boolean): Promise<void>;
   /** A full snapshot is in the store now. */
   onStored(ref: SnapshotRef): void;
+  /** The revision the chain of deltas has reached (DeltaWriter.position). */
+  chainPosition(): number;
 }
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -116,7 +118,10 @@ export class FullSnapshots {
       compactRevision: err.compactRevision,
     });
     try {
-      await this.options.serial.run(() => this.take(false, true));
+      // A full snapshot taken meanwhile (queued before this one) may have started the chain again past it already.
+      await this.options.serial.run(async () => {
+        if (this.options.chainPosition() < err.fromRevision) await this.take(false, true);
+      });
       this.fullBackoff.reset();
     } catch (fullErr) {
       // The watch meets the compacted revision again after this wait, and asks again.

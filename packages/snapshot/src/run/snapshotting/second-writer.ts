@@ -3,15 +3,14 @@ import { hostname } from 'node:os';
 import { Readable } from 'node:stream';
 import { errorMessage, type Logger } from '@etcd-steward/core/common';
 import {
-  type GetOptions,
   METADATA_SHA256,
   ObjectNotFoundError,
   type PutOptions,
   type SnapStore,
-  type StoredObject,
   storeFile,
 } from '@etcd-steward/core/store';
 import { Counter, Gauge, type Registry } from 'prom-client';
+import { ForwardingStore } from './forwarding-store.js';
 
 /**
  * The record the leading sidecar keeps in the store while it writes: who wrote last, beside the maintenance lock
@@ -50,8 +49,7 @@ export interface SecondWriterOptions {
  * holds other bytes just after this put, was written by another. Only seeing and saying: which of the two
  * sidecars should stop is the operator's call.
  */
-export class SecondWriterCheck implements SnapStore {
-  readonly location: string;
+export class SecondWriterCheck extends ForwardingStore {
   private readonly id = randomBytes(8).toString('hex');
   private readonly recordEveryMs: number;
   private readonly reportForMs: number;
@@ -61,10 +59,10 @@ export class SecondWriterCheck implements SnapStore {
   private lastSeen?: number;
 
   constructor(
-    private readonly inner: SnapStore,
+    inner: SnapStore,
     private readonly options: SecondWriterOptions,
   ) {
-    this.location = inner.location;
+    super(inner);
     this.recordEveryMs = options.recordEveryMs ?? 5_000;
     this.reportForMs = options.reportForMs ?? 5 * 60_000;
     const registers = [options.registry];
@@ -94,36 +92,16 @@ export class SecondWriterCheck implements SnapStore {
     return this.lastSeen === undefined || Date.now() - this.lastSeen > this.reportForMs;
   }
 
-  async put(name: string, body: Readable, options?: PutOptions): Promise<void> {
+  override async put(name: string, body: Readable, options?: PutOptions): Promise<void> {
     const sha256 = await this.before(name, options);
     await this.inner.put(name, body, options);
     await this.after(name, sha256);
   }
 
-  async putFile(name: string, path: string, options?: PutOptions): Promise<void> {
+  override async putFile(name: string, path: string, options?: PutOptions): Promise<void> {
     const sha256 = await this.before(name, options);
     await storeFile(this.inner, name, path, options);
     await this.after(name, sha256);
-  }
-
-  delete(name: string): Promise<void> {
-    return this.inner.delete(name);
-  }
-
-  get(name: string, options?: GetOptions): Promise<Readable> {
-    return this.inner.get(name, options);
-  }
-
-  list(prefix?: string): Promise<StoredObject[]> {
-    return this.inner.list(prefix);
-  }
-
-  stat(name: string): Promise<StoredObject | undefined> {
-    return this.inner.stat(name);
-  }
-
-  async close(): Promise<void> {
-    await this.inner.close?.();
   }
 
   /** The record, and what the name holds already; the sha256 this put records, if any. */

@@ -85,6 +85,7 @@ export class SnapshotTerm {
       signal,
       drainSpool: () => this.uploader.drain(options.spool.last()?.id ?? 0),
       coverThrough: (revision, restart) => this.writer.coverThrough(revision, restart),
+      chainPosition: () => this.writer.position,
       onStored: (ref) => {
         this.storeChain.lastFull = ref;
       },

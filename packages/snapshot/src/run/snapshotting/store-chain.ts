@@ -1,13 +1,14 @@
 import {
   type CatalogEntry,
   checkStoreHistory,
+  compactionAt,
   ForeignHistoryError,
   forkFolder,
   listSnapshots,
   setAside,
 } from '@etcd-steward/core/backup';
 import type { Logger } from '@etcd-steward/core/common';
-import type { EtcdConnection } from '@etcd-steward/core/etcd';
+import { type EtcdConnection, etcdAuthToken } from '@etcd-steward/core/etcd';
 import type { SnapshotRef } from '@etcd-steward/core/format';
 import type { SnapStore } from '@etcd-steward/core/store';
 import type { DeltaWriter } from './delta-writer.js';
@@ -102,10 +103,17 @@ export class StoreChain {
         }
         await spool.remove(delta);
       }
-      const after = resumeRevision(heads);
+      const after = await resumeRevision(heads, (revision) => this.etcdHolds(revision));
       logger.info('chain resumes', { afterRevision: after, storeRevision: storeHeads.head, spooled: spool.depth });
       return after;
     });
+  }
+
+  /** Whether etcd still holds `revision` whole (it compacted below it), so that a watch from it misses nothing. */
+  private async etcdHolds(revision: number): Promise<boolean> {
+    const { connection } = this.options;
+    const compaction = await compactionAt(connection, await etcdAuthToken(connection), revision).catch(() => 'unknown');
+    return compaction === 'below';
   }
 
   /** etcd may hold another history than when the store's was last checked (its watch broke off). */
@@ -165,9 +173,7 @@ export class StoreChain {
     if (verdict.kind !== 'forked') return entries;
     const folder = forkFolder(verdict.commonRevision);
     logger.error(
-      verdict.unproven
-        ? "etcd's history left the store's, and etcd compacted the revisions where they forked: setting aside the snapshots from the first one etcd does not hold, and taking a full snapshot"
-        : "etcd's history left the store's (a restore to an earlier revision?): setting the later snapshots aside and taking a full snapshot",
+      "etcd's history left the store's (a restore to an earlier revision?): setting the later snapshots aside and taking a full snapshot",
       {
         commonRevision: verdict.commonRevision,
         etcdRevision: verdict.etcdRevision,

@@ -59,8 +59,18 @@ export function headsOf(entries: readonly SnapshotRef[]): ChainHeads {
 /**
  * Where the watch goes on from after a resynchronisation: the deltas' end, so that the next delta covers every
  * revision up to and through the full snapshots taken since (a fallback past a damaged newest full snapshot, and
- * `--to-revision` between two of them, need those revisions in a delta); with no delta in the store, the head.
+ * `--to-revision` between two of them, need those revisions in a delta); where etcd no longer holds the revision
+ * after it (`holds`: the chain broke off there and started again at a full snapshot), right after the oldest full
+ * snapshot past it that etcd still holds the next revision of; with no delta in the store, or none of those, the head.
  */
-export function resumeRevision(heads: ChainHeads): number {
-  return heads.deltaHead > 0 ? heads.deltaHead : heads.head;
+export async function resumeRevision(
+  heads: ChainHeads,
+  holds: (revision: number) => Promise<boolean>,
+): Promise<number> {
+  const candidates = [...(heads.deltaHead > 0 ? [heads.deltaHead] : []), ...heads.fullsAfter];
+  for (const revision of candidates) {
+    if (revision >= heads.head) break;
+    if (await holds(revision + 1)) return revision;
+  }
+  return heads.head;
 }
