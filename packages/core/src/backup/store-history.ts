@@ -69,10 +69,10 @@ export async function compareWithEtcd(
  * proves every older one. The common case costs one comparison; snapshots past etcd's revision differ without
  * one. Where the oldest snapshot that differs is a delta, the fork may lie inside it: its events are compared
  * with etcd's revision by revision. Snapshots that record nothing to compare (ebr's full snapshots, and etcd's
- * empty revision 1, which every history shares) are passed over. Where nothing differs and the newest snapshot that
- * can be told is compacted, it cannot be told (`unknown`); once one differs, the walk goes on past those that cannot
- * be told (up to MAX_UNTOLD) to one proven the same, and everything after it is abandoned: a difference proven and
- * no agreement found is another history (`foreign`, refused), never `unknown`.
+ * empty revision 1, which every history shares) are passed over, and so are those etcd compacted past where its
+ * state tells nothing of them (up to MAX_UNTOLD in a row): the walk goes on to one that can be told. Nothing told at
+ * all is `unknown`; once one differs, everything after the newest proven the same is abandoned, and a difference
+ * proven with no agreement found is another history (`foreign`, refused), never `unknown`.
  */
 export async function checkStoreHistory(options: HistoryCheckOptions): Promise<HistoryVerdict> {
   const { store, connection, scratchDir, signal } = options;
@@ -87,7 +87,7 @@ export async function checkStoreHistory(options: HistoryCheckOptions): Promise<H
   let oldestDifferent: CatalogEntry | undefined;
   /** The newest revision proven the same. */
   let agreed: number | undefined;
-  /** Snapshots that could not be compared lie between the oldest one found to differ and `agreed`. */
+  /** Snapshots passed over that could not be compared, since the last one that could. */
   let untold = 0;
   for (const entry of entries.toReversed()) {
     const match = await compare(entry);
@@ -99,13 +99,9 @@ export async function checkStoreHistory(options: HistoryCheckOptions): Promise<H
     if (match === 'different') {
       oldestDifferent = entry;
       untold = 0;
-    } else if (oldestDifferent) {
-      // Once a snapshot is proven to differ, the ones below it that cannot be compared belong to no history yet:
-      // the walk goes on to one that can (a delta's revision still tells by etcd's state, past its compaction).
-      if (++untold > MAX_UNTOLD) break;
-    } else if (match === 'compacted') {
-      return { kind: 'unknown', reason: 'no snapshot of the store records a revision etcd still holds' };
-    }
+      // Those that cannot be compared belong to no history yet: the walk goes on to one that can (a delta's
+      // revision still tells by etcd's state past its compaction), whether or not one differed before.
+    } else if (match === 'compacted' && ++untold > MAX_UNTOLD) break;
   }
   if (!oldestDifferent)
     return { kind: 'unknown', reason: 'no snapshot of the store records a revision etcd still holds' };
