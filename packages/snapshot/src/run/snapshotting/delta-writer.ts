@@ -1,18 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { compactionAt, compareEventsWithEtcd } from '@etcd-steward/core/backup';
+import { compareEventsWithEtcd } from '@etcd-steward/core/backup';
 import { Backoff, collectGarbage, errorMessage, type Logger } from '@etcd-steward/core/common';
-import {
-  type EtcdConnection,
-  etcdAuthToken,
-  memberStatus,
-  WatchCompactedError,
-  watchRevisions,
-} from '@etcd-steward/core/etcd';
+import { type EtcdConnection, memberStatus, WatchCompactedError, watchRevisions } from '@etcd-steward/core/etcd';
 import type { CompressionPolicy, DeltaEvent } from '@etcd-steward/core/format';
 import { Serial } from '../serial.js';
 import type { SnapshotMetrics } from './snapshot-metrics.js';
 import { OpenDelta } from './spool/open-delta.js';
 import type { Spool, SpooledDelta } from './spool/spool.js';
+import { assertWatchable } from './watch-start.js';
 
 export interface DeltaWriterOptions {
   /** This sidecar's own member: the watch reads from it. */
@@ -179,7 +174,7 @@ export class DeltaWriter {
           }
         }
         this.takeLine();
-        await this.assertWatchable(this.resumeRevision());
+        await assertWatchable(this.options.connection, this.resumeRevision());
         for await (const batch of watchRevisions(this.options.connection, this.resumeRevision(), { signal })) {
           // A batch that arrives after a rewatch belongs to a chain position that no longer exists.
           if (signal.aborted) break;
@@ -220,7 +215,7 @@ export class DeltaWriter {
 
   /** Whether a watch from `revision` reads every event etcd wrote there and after (not compacted at or past it). */
   private async canResume(revision: number): Promise<boolean> {
-    return this.assertWatchable(revision).then(
+    return assertWatchable(this.options.connection, revision).then(
       () => true,
       (err) => !(err instanceof WatchCompactedError),
     );
@@ -242,21 +237,6 @@ export class DeltaWriter {
       () => 'unknown',
     );
     return match === 'same';
-  }
-
-  /**
-   * etcd lets a watch start at the revision it compacted at, but has dropped that revision's deletes: a delta read so
-   * would lack them. Such a start is as compacted as an older one (WatchCompactedError).
-   */
-  private async assertWatchable(from: number): Promise<void> {
-    const { connection } = this.options;
-    const compaction = await compactionAt(connection, await etcdAuthToken(connection), from).catch((err) => {
-      // A member behind the chain (a follower catching up, a new leader's) compacted nothing past its head: the
-      // watch waits for it, as it always did.
-      if (/future revision/.test(errorMessage(err))) return 'below';
-      throw err;
-    });
-    if (compaction !== 'below') throw new WatchCompactedError(from, from);
   }
 
   private resumeRevision(): number {
