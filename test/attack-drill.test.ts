@@ -18,6 +18,7 @@ import {
 import { freePort, keyspaceFingerprint } from '@etcd-steward/core';
 import { fingerprintRestored, startCluster, writeWorkload } from '@etcd-steward/testing';
 import { expect, it, onTestFinished } from 'vitest';
+import { restoreArgs } from './restore-program.js';
 import { runProgram } from './run-program.js';
 import { startS3Server, writeS3Credentials } from './servers/s3-server.js';
 import { metric, snapshotsReach, startSidecar, waitFor } from './sidecar-helpers.js';
@@ -137,24 +138,7 @@ it('restores the newest state exactly after stolen credentials deleted and overw
 
   const peerPort = await freePort();
   const dataDir = at('restored');
-  const restored = await runProgram(
-    'etcd-restore',
-    [
-      '--store',
-      storeOf('locked'),
-      '--data-dir',
-      dataDir,
-      '--name',
-      'r0',
-      '--initial-advertise-peer-urls',
-      `http://127.0.0.1:${peerPort}`,
-      '--initial-cluster-token',
-      'drill',
-      '--output',
-      'json',
-    ],
-    env,
-  );
+  const restored = await runProgram('etcd-restore', restoreArgs(storeOf('locked'), dataDir, peerPort, 'drill'), env);
   expect(restored.code, restored.stderr).toBe(0);
   const result = JSON.parse(restored.stdout);
   const used = [result.snapshot, ...result.deltas];

@@ -25,6 +25,7 @@ import {
 } from '@etcd-steward/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startS3Target } from '../packages/core/test/store/s3-target.js';
+import { restoreArgs } from './restore-program.js';
 import { runProgram, startProgram } from './run-program.js';
 import { startFaultProxy } from './servers/fault-proxy.js';
 
@@ -65,21 +66,7 @@ describe('etcd-restore when things go wrong (programs as processes, real etcd)',
   async function restore(store: string, name: string, extra: string[] = [], env: NodeJS.ProcessEnv = {}) {
     const peerPort = await freePort();
     const dataDir = join(dir, name);
-    const args = [
-      '--store',
-      store.includes('://') ? store : `file://${store}`,
-      '--data-dir',
-      dataDir,
-      '--name',
-      'r0',
-      '--initial-advertise-peer-urls',
-      `http://127.0.0.1:${peerPort}`,
-      '--initial-cluster-token',
-      name,
-      '--output',
-      'json',
-      ...extra,
-    ];
+    const args = [...restoreArgs(store.includes('://') ? store : `file://${store}`, dataDir, peerPort, name), ...extra];
     const res = await runProgram('etcd-restore', args, env);
     return { ...res, dataDir, peerPort, args };
   }

@@ -20,6 +20,7 @@ import {
   type TestCluster,
 } from '@etcd-steward/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { restoreArgs } from './restore-program.js';
 import { runProgram } from './run-program.js';
 import { type S3TestServer, startS3Server } from './servers/s3-server.js';
 
@@ -98,24 +99,7 @@ describe('a versioned S3 store whose snapshots were hidden or replaced', () => {
   async function restore(url: string, name: string) {
     const peerPort = await freePort();
     const dataDir = join(dir, name);
-    const res = await runProgram(
-      'etcd-restore',
-      [
-        '--store',
-        url,
-        '--data-dir',
-        dataDir,
-        '--name',
-        'r0',
-        '--initial-advertise-peer-urls',
-        `http://127.0.0.1:${peerPort}`,
-        '--initial-cluster-token',
-        name,
-        '--output',
-        'json',
-      ],
-      env,
-    );
+    const res = await runProgram('etcd-restore', restoreArgs(url, dataDir, peerPort, name), env);
     return { ...res, dataDir, peerPort };
   }
 
