@@ -13,16 +13,8 @@ import {
 import { buildChainStore, type ChainStore, startCluster, type TestCluster } from '@etcd-steward/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { restoreAndFingerprint } from './restore-program.js';
-import { runProgram } from './run-program.js';
+import { errorMessages as errors, runProgram } from './run-program.js';
 import { tempDir } from './temp-dir.js';
-
-/** The messages of a program's error log lines (JSON lines: stderr is not a terminal). */
-const errors = (stderr: string) =>
-  stderr
-    .split('\n')
-    .filter((line) => line.includes('"level":"error"'))
-    .map((line) => JSON.parse(line).msg as string)
-    .join('\n');
 
 /*
  * The key id in an encrypted snapshot's header changed in place to one the key file lacks: damage, told from a key

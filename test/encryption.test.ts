@@ -19,7 +19,7 @@ import {
 import { buildChainStore, type ChainStore, startCluster, type TestCluster, writeWorkload } from '@etcd-steward/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { restoreAndFingerprint } from './restore-program.js';
-import { runProgram } from './run-program.js';
+import { errorMessages as errors, runProgram } from './run-program.js';
 import { firstDelta, keyspaceOnceStored, type SidecarProcess, startSidecar, startWriter } from './sidecar-helpers.js';
 import { tempDir } from './temp-dir.js';
 
@@ -38,14 +38,6 @@ async function heads(storeDir: string): Promise<Map<string, Buffer>> {
   }
   return found;
 }
-
-/** The messages of a program's error log lines (JSON lines: stderr is not a terminal). */
-const errors = (stderr: string) =>
-  stderr
-    .split('\n')
-    .filter((line) => line.includes('"level":"error"'))
-    .map((line) => JSON.parse(line).msg as string)
-    .join('\n');
 
 const encrypted = (head: Buffer) => head.subarray(0, 8).equals(ENCRYPTION_MAGIC);
 /** The key id an encrypted object's header names (docs/encryption.md §1). */

@@ -5,7 +5,7 @@ import { type Etcd3, freePort } from '@etcd-steward/core';
 import { readRestored, startCluster, type TestCluster } from '@etcd-steward/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ebrStoreDir as ebrFixture } from './fixtures.js';
-import { runProgram } from './run-program.js';
+import { errorMessages as errors, runProgram } from './run-program.js';
 import {
   etcdRevision,
   firstDelta,
@@ -90,14 +90,6 @@ async function watching(client: Etcd3, url: string): Promise<void> {
   await client.put('/warm-up').value('1').exec();
   await firstDelta(url);
 }
-
-/** The messages of a program's error lines (JSON lines: stderr is not a terminal). */
-const errors = (stderr: string) =>
-  stderr
-    .split('\n')
-    .filter((line) => line.includes('"level":"error"'))
-    .map((line) => JSON.parse(line).msg as string)
-    .join('\n');
 
 const sha256 = (value: Buffer) => createHash('sha256').update(value).digest('hex');
 

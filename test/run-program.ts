@@ -57,3 +57,12 @@ export function startProgram(
     stdio: ['ignore', 'pipe', 'pipe'],
   });
 }
+
+/** The messages of a program's error log lines (JSON lines: stderr is not a terminal), one a line. */
+export function errorMessages(stderr: string): string {
+  return stderr
+    .split('\n')
+    .filter((line) => line.includes('"level":"error"'))
+    .map((line) => JSON.parse(line).msg as string)
+    .join('\n');
+}
