@@ -79,9 +79,15 @@ export class EtcdWrapperClient {
     return { mode, config: parse(body) };
   }
 
-  /** Steps 1 to 4: etcd started on the served config and ready; its client URL. */
-  async start(): Promise<{ mode: 'full' | 'sanity' | undefined; config: Record<string, unknown>; clientUrl: string }> {
+  /**
+   * Steps 1 to 4: etcd started on the served config and ready; its client URL. `beforeEtcd` runs between the config
+   * and etcd's start, for a test to act there without racing etcd.
+   */
+  async start(
+    beforeEtcd?: () => Promise<void>,
+  ): Promise<{ mode: 'full' | 'sanity' | undefined; config: Record<string, unknown>; clientUrl: string }> {
     const { mode, config } = await this.initialize();
+    await beforeEtcd?.();
     const binaries = await findEtcdBinaries();
     const log = createWriteStream(this.options.logFile, { flags: 'a' });
     const child = spawn(binaries.etcd, ['--config-file', this.options.configFile], {

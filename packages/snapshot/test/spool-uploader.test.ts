@@ -121,6 +121,27 @@ it('uploads only up to the given spooled delta (what a full snapshot waits for)'
   expect(spool.list().map((d) => d.startRevision)).toEqual([111]);
 });
 
+it('uploads what the spool holds as it starts, not what is spooled while it runs: a queued full snapshot gets its turn', async () => {
+  const store = await storeWithFullAt(100);
+  await spoolDelta(101, 110);
+  await spoolDelta(111, 120);
+  // a store whose every upload takes as long as the writes need to spool the next delta
+  let next = 121;
+  const chased: SnapStore = Object.create(store, {
+    put: {
+      value: async (...args: Parameters<SnapStore['put']>) => {
+        await store.put(...args);
+        await spoolDelta(next, next + 9);
+        next += 10;
+      },
+    },
+  });
+  const { uploader } = uploaderFor(chased);
+  await uploader.drain();
+  expect(await stored(store)).toEqual([name('Full', 0, 100), name('Incr', 101, 110), name('Incr', 111, 120)]);
+  expect(spool.list().map((d) => d.startRevision)).toEqual([121, 131]);
+});
+
 it("uploads nothing that does not continue the store's chain: the chain restarts from the store", async () => {
   const store = await storeWithFullAt(100);
   await spoolDelta(121, 130);

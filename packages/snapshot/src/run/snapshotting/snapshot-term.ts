@@ -83,7 +83,7 @@ export class SnapshotTerm {
       ...options,
       serial,
       signal,
-      drainSpool: () => this.uploader.drain(options.spool.last()?.id ?? 0),
+      drainSpool: () => this.uploader.drain(),
       coverThrough: (revision, restart) => this.writer.coverThrough(revision, restart),
       chainPosition: () => this.writer.position,
       onStored: (ref) => {
@@ -260,7 +260,7 @@ export class SnapshotTerm {
     // Watched events may also wait in the spool already (a full snapshot sends the open delta there).
     const delta = (await this.writer.flush()) ?? this.options.spool.last();
     if (!delta || isSpooledFull(delta)) return undefined;
-    await this.serial.run(() => this.uploader.drain());
+    await this.serial.run(() => this.uploader.drain(delta.id));
     return parseSnapshotName(delta.name);
   }
 

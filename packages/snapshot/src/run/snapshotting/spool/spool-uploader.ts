@@ -102,10 +102,12 @@ export class SpoolUploader {
   }
 
   /**
-   * Uploads spooled deltas in order: all of them, or those up to `lastId` (what a full snapshot waits for). Runs
-   * in the term's store queue.
+   * Uploads spooled deltas in order, up to `lastId`: by default what the spool holds as the drain starts. Runs in
+   * the term's store queue. Never what comes while it runs: under writes that spool deltas as fast as they upload,
+   * a drain that chased them would hold the queue, and a full snapshot queued behind it, for good; the next drain
+   * (drainSoon, after each flush) takes them.
    */
-  async drain(lastId = Number.POSITIVE_INFINITY): Promise<void> {
+  async drain(lastId = this.options.spool.last()?.id ?? 0): Promise<void> {
     const { spool, store, metrics, signal } = this.options;
     if (spool.depth > 0) await this.options.prepare();
     for (let delta = spool.first(); delta && delta.id <= lastId; delta = spool.first()) {
