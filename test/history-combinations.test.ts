@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import {
   compactHistory,
   type Etcd3,
+  keyspaceFingerprint,
   LocalStore,
   listSnapshots,
   METADATA_REVISION_DIGEST,
@@ -155,6 +156,41 @@ describe('one history through combinations of operations', () => {
     const { chain, forks } = await storeObjects(direct);
     expect(forks.sort()).toEqual(expect.arrayContaining(abandoned));
     expect(chain.filter((n) => abandoned.includes(n))).toEqual([]);
+    expect((await restoreAndFingerprint(directUrl, dir, 'newest')).fingerprint).toEqual(live);
+  });
+
+  it("the store down at the sidecar's start: what etcd wrote while no sidecar ran goes into a delta once the store answers", async () => {
+    const dir = at('store-down-start');
+    const { storeUrl, directUrl, direct, gate } = await gatedS3Store(at, 'store-down-start');
+    await gate.open();
+    const { member: m, client } = await member(join(dir, 'etcd'));
+    let sidecar = await sidecarOn(m, storeUrl, join(dir, 'sidecar-1'));
+    await waitFor('the start-up full snapshot', () => snapshotsReach(sidecar.url, 1));
+    await putMany(client, '/before/', 20);
+    const stored = (await keyspaceOnceStored(client, sidecar.url)).revision;
+    await stopSidecar(sidecar);
+    // written while no sidecar runs; then the sidecar starts with the store down and starts a chain in its spool
+    await putMany(client, '/unwatched/', 40);
+    const unwatched = await etcdRevision(client);
+    await gate.close();
+    sidecar = await sidecarOn(m, storeUrl, join(dir, 'sidecar-2'), ['--delta-snapshot-period', '1s']);
+    await waitFor('a full snapshot in the spool', async () => /full snapshot spooled/.test(await sidecar.log()));
+    // deltas after it wait in the spool too: the chain goes on from them once the store answers
+    await putMany(client, '/after/', 10);
+    await waitFor(
+      'a delta in the spool after the full snapshot',
+      async () => ((await metric(sidecar.url, 'etcd_snapshot_spool_deltas')) ?? 0) >= 2,
+    );
+    await gate.open();
+    const live = await keyspaceOnceStored(client, sidecar.url);
+    const log = await sidecar.log();
+    await stopSidecar(sidecar);
+    expect(log).toMatch(/stored etcd's history up to a spooled full snapshot as a delta/);
+    expect(deltaGaps(await listSnapshots(direct))).toEqual([]);
+    // a revision no sidecar watched restores as etcd wrote it
+    const mid = Math.floor((stored + unwatched) / 2);
+    const restored = await restoreAndFingerprint(directUrl, dir, 'unwatched', ['--to-revision', String(mid)]);
+    expect(restored.fingerprint).toEqual(await keyspaceFingerprint(client, mid));
     expect((await restoreAndFingerprint(directUrl, dir, 'newest')).fingerprint).toEqual(live);
   });
 

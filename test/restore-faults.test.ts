@@ -374,6 +374,39 @@ describe('etcd-restore when things go wrong (programs as processes, real etcd)',
     }
   });
 
+  it('plans again from a fresh listing when a snapshot it planned with is gone as it reads it (gc or compaction meanwhile)', async () => {
+    const s3 = await startS3Target();
+    const gone = chain.deltas.at(-1)!.name;
+    let answered = 0;
+    // the first read of the newest delta finds it gone, as S3 answers once gc deleted it
+    const proxy = await startFaultProxy({
+      target: s3.server.endpoint,
+      answer: (req) =>
+        req.method === 'GET' && req.url?.split('?')[0].endsWith(`/${gone}`) && answered++ === 0
+          ? {
+              status: 404,
+              headers: { 'content-type': 'application/xml' },
+              body: `<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchKey</Code><Message>The specified key does not exist.</Message><Key>etcd/${gone}</Key></Error>`,
+            }
+          : undefined,
+    });
+    try {
+      const upload = await s3.open('etcd');
+      const local = new LocalStore(join(dir, 'store'));
+      for (const object of await local.list('v2/')) await upload.put(object.name, await local.get(object.name));
+      const env = { AWS_APPLICATION_CREDENTIALS_JSON: s3.credentialsFile, AWS_EC2_METADATA_DISABLED: 'true' };
+      const res = await restore(s3.url('etcd', { endpoint: proxy.endpoint }), 'replanned', [], env);
+      expect(res.code).toBe(0);
+      expect(answered).toBe(2);
+      expect(res.stderr).toMatch(/the store changed while restoring[^\n]*planning again/);
+      expect(JSON.parse(res.stdout).revision).toBe(chain.lastRevision);
+      expect(await fingerprintOf(res, 'replanned')).toEqual(source.get(chain.lastRevision));
+    } finally {
+      await proxy.stop();
+      await s3.stop();
+    }
+  });
+
   it('says so when a gs:// store has no credentials, and where they were looked for (exit 2, nothing touched)', async () => {
     const home = join(dir, 'empty-home');
     await mkdir(home, { recursive: true });

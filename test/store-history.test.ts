@@ -1,6 +1,6 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type Etcd3, LocalStore, listSnapshots } from '@etcd-steward/core';
+import { type Etcd3, LocalStore, listSnapshots, parseSnapshotName, type SnapshotRef } from '@etcd-steward/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Member, putMany, restartableMember, restoreMember } from './restartable-member.js';
 import { restoreAndFingerprint } from './restore-program.js';
@@ -43,10 +43,14 @@ async function stopSidecar(sidecar: SidecarProcess): Promise<void> {
 
 /**
  * The runbook: 20 keys written (revision R), the bad writes, the sidecar and etcd stopped, the member restored to R
- * from the store, etcd and the sidecar started again on the same store, 40 new writes. Returns the live keyspace
+ * from the store, etcd (then `beforeSidecar`) and the sidecar started again on the same store, 40 new writes. Returns the live keyspace
  * once the store holds it, the sidecar's log and R.
  */
-async function restoreBeforeBadWrites(dir: string, restoreFlags: string[]) {
+async function restoreBeforeBadWrites(
+  dir: string,
+  restoreFlags: string[],
+  beforeSidecar: (client: Etcd3) => Promise<void> = async () => {},
+) {
   const storeDir = join(dir, 'store');
   const member = await restartableMember(dir);
   members.push(member);
@@ -68,6 +72,7 @@ async function restoreBeforeBadWrites(dir: string, restoreFlags: string[]) {
   expect(restored.revision).toBe(beforeBadWrites);
 
   client = await member.start();
+  await beforeSidecar(client);
   sidecar = await sidecarOn(member, storeDir, join(dir, 'sidecar-2'));
   await putMany(client, '/new/', 40);
   const live = await keyspaceOnceStored(client, sidecar.url);
@@ -106,6 +111,28 @@ describe('a store holds the history the cluster really has', () => {
     // Nothing left for the sidecar to notice.
     expect(log).not.toMatch(/etcd's history left the store's/);
     expect((await restoreAndFingerprint(`file://${storeDir}`, dir, 'after-fork')).fingerprint).toEqual(live);
+  });
+
+  it('etcd-restore --fork to a revision inside a delta keeps its revisions up to there in the chain: etcd compacting them before the sidecar starts loses none', async () => {
+    const dir = at('fork-inside-delta');
+    const { storeDir, restored, beforeBadWrites } = await restoreBeforeBadWrites(dir, ['--fork'], async (client) => {
+      await client.kv.compact({ revision: String(await etcdRevision(client)), physical: true });
+    });
+    // the 20 writes and the bad ones went into one delta, which the fork splits
+    const straddling = restored.setAside.snapshots
+      .map((name: string) => parseSnapshotName(name)!)
+      .find((ref: SnapshotRef) => ref.kind === 'Incr' && ref.startRevision <= beforeBadWrites);
+    expect(straddling).toBeDefined();
+    const chain = await listSnapshots(new LocalStore(storeDir));
+    expect(
+      chain.filter((e) => e.kind === 'Incr' && e.lastRevision === beforeBadWrites).map((e) => e.startRevision),
+    ).toEqual([straddling.startRevision]);
+    // every revision up to the fork still restores as the cluster wrote it: 5 before it, 15 of the 20 keys
+    const before = await restoreAndFingerprint(`file://${storeDir}`, dir, 'inside', [
+      '--to-revision',
+      String(beforeBadWrites - 5),
+    ]);
+    expect(before.fingerprint.keys).toBe(15);
   });
 
   it('a new, empty etcd on an old store: the sidecar refuses to write, says so, and the store still restores the old cluster', async () => {

@@ -51,7 +51,10 @@ const spoolDelta = (start: number, last: number) =>
   );
 
 /** An uploader over `store`, and the resyncs it asked for. */
-function uploaderFor(store: SnapStore) {
+function uploaderFor(
+  store: SnapStore,
+  backfill: (from: number, through: number) => Promise<string | undefined> = async () => undefined,
+) {
   const resyncs: number[] = [];
   uploader = new SpoolUploader({
     store,
@@ -68,6 +71,7 @@ function uploaderFor(store: SnapStore) {
     onFullStored: () => {},
     prepare: async () => {},
     onRefused: () => {},
+    backfill,
   });
   return { uploader, resyncs };
 }
@@ -166,6 +170,32 @@ it('keeps the spool while the store fails, says it is unreachable, and uploads o
   await expect.poll(() => uploader.storeReachable, { timeout: 10_000 }).toBe(true);
   expect(spool.depth).toBe(0);
   expect(await stored(store)).toEqual([name('Full', 0, 100), name('Incr', 101, 110)]);
+});
+
+it("fills the revisions between the store's deltas and a spooled full snapshot from etcd's history before uploading it", async () => {
+  const store = await storeWithFullAt(100);
+  await store.put(name('Incr', 101, 110), Readable.from([Buffer.from('delta')]));
+  await spool.add(
+    { name: name('Full', 0, 150), startRevision: 0, lastRevision: 150, oldestEventAt: Date.now() },
+    Readable.from([Buffer.from('full')]),
+  );
+  await spoolDelta(151, 160);
+  const asked: Array<[number, number, string[]]> = [];
+  const { uploader } = uploaderFor(store, async (from, through) => {
+    asked.push([from, through, await stored(store)]);
+    await store.put(name('Incr', from, through), Readable.from([Buffer.from('history')]));
+    return name('Incr', from, through);
+  });
+  await uploader.drain();
+  // asked before the full snapshot went up, for exactly the revisions no delta held
+  expect(asked).toEqual([[111, 150, [name('Full', 0, 100), name('Incr', 101, 110)]]]);
+  expect(await stored(store)).toEqual([
+    name('Full', 0, 100),
+    name('Incr', 101, 110),
+    name('Full', 0, 150),
+    name('Incr', 111, 150),
+    name('Incr', 151, 160),
+  ]);
 });
 
 it("records a delta's decompressed size with it, and a spooled full snapshot's db size, so a restore decompresses no more", async () => {

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { OperationError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { SnapStore } from '../store/snapstore.js';
+import { storeDeltaPrefix } from './delta-prefix.js';
 import { listSnapshots } from './snapshot-catalog.js';
 import { MAINTENANCE_LOCK, StoreLockedError, withStoreLock } from './store-lock.js';
 
@@ -28,7 +29,9 @@ const LOCK_RETRY_MS = 5_000;
  * compaction and gc do) and lists under it: a compaction cannot store a full snapshot of the history being set aside
  * meanwhile, and one stored just before is listed and moved with it. Each object is copied as it is stored
  * (encrypted or not, with its metadata), checked by its size, and only then deleted from `v2/`; a crash in between
- * leaves it in both places, and the next move completes it. Returns each snapshot moved, by its old and new name.
+ * leaves it in both places, and the next move completes it. A delta that straddles `afterRevision` leaves its revisions
+ * through it behind, as a delta of their own (delta-prefix.ts), stored before it moves: they are the history going
+ * on too. Returns each snapshot moved, by its old and new name.
  */
 export async function setAside(
   store: SnapStore,
@@ -66,6 +69,13 @@ function moveUnderLock(
         const target = `${folder}/${entry.name.split('/').pop()}`;
         const source = await store.stat(entry.name);
         if (!source) continue; // moved by another run meanwhile
+        if (entry.kind === 'Incr' && entry.startRevision <= afterRevision) {
+          const kept = await storeDeltaPrefix(store, entry, afterRevision, { signal });
+          options.logger?.info('kept the revisions a set-aside delta shares with the history going on', {
+            delta: entry.name,
+            kept,
+          });
+        }
         await store.put(target, await store.get(entry.name, { raw: true }), { metadata: source.metadata, signal });
         const copy = await store.stat(target);
         if (copy?.size !== source.size) {

@@ -19,6 +19,7 @@ import type { ChainReplayResult } from '../replay/replay-chain.js';
 import { BaseNotAsPreparedError } from '../replay/replay-engine.js';
 import type { TxnLimits } from '../replay/replay-events.js';
 import { openStore } from '../store/location.js';
+import { replanWhileChanging } from './changing-store.js';
 import { DataDirTarget } from './data-dir.js';
 import { type ReplayOutcome, replayInChild } from './isolated-replay.js';
 import { noSpaceError } from './no-space.js';
@@ -94,9 +95,14 @@ export interface RestoreResult {
  * target, laid out for the requested member as etcd's own restore tool lays it out, then verified. All work happens in
  * a scratch dir beside the target, which is replaced only once the result proved itself: it passes
  * etcd-validate's full check (or etcd starts and stops cleanly on it, `verify: 'etcd'`), and its revision and
- * key count are what the chain says.
+ * key count are what the chain says. A snapshot removed meanwhile (gc, compaction) makes it plan again
+ * (changing-store.ts).
  */
-export async function restore(options: RestoreOptions): Promise<RestoreResult> {
+export function restore(options: RestoreOptions): Promise<RestoreResult> {
+  return replanWhileChanging(() => restoreOnce(options), options.logger ?? silentLogger);
+}
+
+async function restoreOnce(options: RestoreOptions): Promise<RestoreResult> {
   const logger = options.logger ?? silentLogger;
   const started = Date.now();
   const { target, binaries, plan } = await checkAndPlan(options);
@@ -288,13 +294,7 @@ async function finish(
   chain: SnapshotChain,
   replayed: ChainReplayResult,
   ctx: { binaries: EtcdBinaries; target: DataDirTarget; workDir: string; logger: Logger; signal?: AbortSignal },
-): Promise<{
-  dataDir: string;
-  revision: number;
-  keys: number;
-  fingerprint?: KeyspaceFingerprint;
-  proof?: ProofReport;
-}> {
+): Promise<Pick<RestoreResult, 'dataDir' | 'revision' | 'keys' | 'fingerprint' | 'proof'>> {
   const revision = replayed.revision;
   const partial = replayed.stoppedBy !== undefined || chain.gap !== undefined;
   if (options.toRevision !== undefined && revision !== options.toRevision && !partial) {

@@ -1,4 +1,4 @@
-import { ForeignHistoryError, type SavedFullSnapshot } from '@etcd-steward/core/backup';
+import { ForeignHistoryError, type SavedFullSnapshot, storeHistoryDelta } from '@etcd-steward/core/backup';
 import { errorMessage, type Logger, OperationError } from '@etcd-steward/core/common';
 import { type EtcdConnection, memberStatus } from '@etcd-steward/core/etcd';
 import { type CompressionPolicy, parseSnapshotName, type SnapshotRef } from '@etcd-steward/core/format';
@@ -78,6 +78,8 @@ export class SnapshotTerm {
       },
       onRefused: (err) => options.onRefused(err),
       onFullStored: (ref) => this.fulls.stored(ref),
+      backfill: (from, through) =>
+        storeHistoryDelta(options.connection, options.store, { from, through }, { ...options, signal }),
     });
     this.fulls = new FullSnapshots({
       ...options,
@@ -176,7 +178,9 @@ export class SnapshotTerm {
   /**
    * The store does not answer, so the chain's position in it is unknown: a new chain starts with a full snapshot
    * in the spool, and the deltas after it wait there too, as in any outage of the store. Once the store answers,
-   * the drain uploads them in order, or, if the store holds newer snapshots by then, keeps what continues them.
+   * the drain uploads them in order (after a delta of what etcd wrote between the store's chain and the full
+   * snapshot, SpoolUploader.backfillBefore), or, if the store holds newer snapshots by then, keeps what continues
+   * them.
    */
   private async startInSpool(storeError: unknown): Promise<void> {
     const { state } = this.options;

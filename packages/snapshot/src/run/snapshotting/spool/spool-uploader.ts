@@ -33,6 +33,11 @@ export interface SpoolUploaderOptions {
   onRefused(err: ForeignHistoryError): void;
   /** A spooled full snapshot is in the store now. */
   onFullStored(ref: SnapshotRef): void;
+  /**
+   * Stores etcd's history `from..through` as a delta, where etcd still holds it; the name stored, or undefined
+   * (storeHistoryDelta).
+   */
+  backfill(from: number, through: number): Promise<string | undefined>;
 }
 
 const RETRY_MS = 1_000;
@@ -130,6 +135,7 @@ export class SpoolUploader {
         return;
       }
       if (isSpooledFull(delta)) {
+        await this.backfillBefore(delta, heads);
         await this.uploadFull(delta);
         continue;
       }
@@ -156,6 +162,28 @@ export class SpoolUploader {
       metrics.deltaLag.observe((Date.now() - delta.oldestEventAt) / 1000);
       metrics.latestDeltas.inc();
       metrics.latestDeltaRevisions.inc(delta.lastRevision - delta.startRevision + 1);
+    }
+  }
+
+  /**
+   * A spooled full snapshot starts a new chain (the term started while the store did not answer, so the chain's end
+   * was not known): the revisions between the store's deltas and it go into a delta first, read from etcd's history
+   * where it still holds them, so that a restore to any of them, or one past a damaged full, still works. What etcd
+   * no longer holds is said; either way the full snapshot goes up (a failure here is retried with the next drain).
+   */
+  private async backfillBefore(full: SpooledDelta, heads: ChainHeads): Promise<void> {
+    const from = (heads.deltaHead > 0 ? heads.deltaHead : (heads.fullsAfter[0] ?? 0)) + 1;
+    if (heads.head === 0 || from > full.lastRevision) return;
+    const name = await this.options.backfill(from, full.lastRevision);
+    if (name) this.logger.info("stored etcd's history up to a spooled full snapshot as a delta", { name });
+    else {
+      this.logger.warn(
+        'etcd compacted the revisions between the store and a spooled full snapshot: no delta holds them',
+        {
+          fromRevision: from,
+          toRevision: full.lastRevision,
+        },
+      );
     }
   }
 
