@@ -172,6 +172,19 @@ describe('a versioned S3 store whose snapshots were hidden or replaced', () => {
     ]);
     expect(await fingerprintOf(res, prefix)).toEqual(newest);
 
+    // the log reads them the same way: every revision of the hidden delta is shown, nothing passed over
+    const log = await runProgram('etcd-restore', ['log', '--store', url, '--temp-dir', dir, '--output', 'json'], env);
+    expect(log.code, log.stderr).toBe(0);
+    const items = log.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    expect(items.filter((i) => i.passedOver || i.missing)).toEqual([]);
+    const revisions = new Set(items.map((i) => i.revision));
+    for (let r = delta.startRevision; r <= delta.lastRevision; r++)
+      expect(revisions.has(r), `revision ${r}`).toBe(true);
+    expect(log.stderr).toMatch(/recovered a snapshot hidden or replaced since it was stored[^\n]*Incr-/);
+
     // verify counts what was hidden or replaced as an alarm of its own
     const verified = await runProgram('etcd-copy-backups', ['verify', '--store', url, '--output', 'json'], env);
     expect(verified.code, verified.stderr).toBe(7);

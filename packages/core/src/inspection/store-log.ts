@@ -4,6 +4,7 @@ import { fetchDelta, readDeltaEvents } from '../backup/fetch-delta.js';
 import { fetchFullSnapshot, isUnusableFullSnapshot } from '../backup/fetch-full-snapshot.js';
 import { type CatalogEntry, listSnapshots } from '../backup/snapshot-catalog.js';
 import type { SnapshotChain } from '../backup/snapshot-chain.js';
+import { type OnRecovered, readThroughVersions, versionOf } from '../backup/stored-versions.js';
 import { errorMessage } from '../common/errors.js';
 import { type Logger, silentLogger } from '../common/logger.js';
 import { prefetchInOrder } from '../common/ordered-prefetch.js';
@@ -59,7 +60,7 @@ const SECOND = 1_000_000_000n;
 
 /** Lists the store and decides what a log reads (log-chain.ts): a usage error (exit 2) for a window it cannot meet. */
 export async function planLog(store: SnapStore, options: StoreLogOptions): Promise<LogPlan> {
-  const chain = logChain(await listSnapshots(store), options.window, store.location);
+  const chain = logChain(await listSnapshots(store, { versions: true }), options.window, store.location);
   const { from = 1, to = chain.lastRevision } = options.window;
   const last = Math.min(to, chain.lastRevision);
   const deltas = chain.deltas
@@ -101,10 +102,23 @@ export async function* storeLog(store: SnapStore, plan: LogPlan, options: StoreL
     (options.until === undefined || (row.nanos !== undefined && row.nanos <= options.until));
   // The full snapshot is decompressed beside the deltas, from the start: newest first, it is needed last, and
   // fetching it then would add its whole time to the log's.
+  // What was read from a version other than the current one (a snapshot hidden or replaced since it was stored)
+  const recovered: OnRecovered = (r) =>
+    logger.warn('recovered a snapshot hidden or replaced since it was stored', { ...r });
   const full = plan.readsFull
-    ? fetchFullSnapshot(store, chain.full, join(dir, 'full.db'), { signal: stop.signal }).then(
-        () => undefined,
-        (err: unknown) => err,
+    ? readThroughVersions(
+        chain.full,
+        async (version) => {
+          // each version into a file of its own: a failed read leaves its bytes behind
+          const file = join(dir, `full-${version.versions?.id ?? 'current'}.db`);
+          await fetchFullSnapshot(store, version, file, { signal: stop.signal });
+          return file;
+        },
+        isDamaged,
+        recovered,
+      ).then(
+        (file) => ({ file }),
+        (failed: unknown) => ({ failed }),
       )
     : undefined;
   try {
@@ -130,8 +144,10 @@ export async function* storeLog(store: SnapStore, plan: LogPlan, options: StoreL
         const file = join(dir, `${entry.startRevision}-${entry.lastRevision}.json`);
         // S3 listings carry no metadata: ask, for what the sidecar recorded of its times
         const metadata =
-          Object.keys(entry.metadata).length > 0 ? entry.metadata : (await store.stat(entry.name))?.metadata;
-        await fetchDelta(store, entry, file, { signal });
+          Object.keys(entry.metadata).length > 0
+            ? entry.metadata
+            : (await store.stat(entry.name, versionOf(entry)))?.metadata;
+        await fetchDelta(store, entry, file, { signal, onRecovered: recovered });
         return { file, readBack: parseReadBack(metadata?.[METADATA_READ_BACK]) };
       },
       {
@@ -208,14 +224,14 @@ export async function* storeLog(store: SnapStore, plan: LogPlan, options: StoreL
 async function* fullState(
   plan: LogPlan,
   dir: string,
-  fetched: Promise<unknown>,
+  fetched: Promise<{ file?: string; failed?: unknown }>,
   shown: (row: LogRow) => boolean,
   options: StoreLogOptions,
 ): AsyncGenerator<LogItem> {
   const { full } = plan.chain;
   if (options.progress) options.logger?.progress('reading the full snapshot', { name: full.name });
-  const failed = await fetched;
-  if (failed !== undefined) {
+  const { file, failed } = await fetched;
+  if (file === undefined) {
     if (options.signal?.aborted || !isDamaged(failed)) throw failed;
     yield {
       kind: 'passed-over',
@@ -227,7 +243,7 @@ async function* fullState(
     return;
   }
   const taken = BigInt(full.createdAt) * SECOND;
-  for await (const key of dbKeys(join(dir, 'full.db'), options.filter, {
+  for await (const key of dbKeys(file, options.filter, {
     atOrBelow: full.lastRevision,
     deleted: true,
     tmpDir: dir,
