@@ -8,13 +8,16 @@ import {
   LocalStore,
   listSnapshots,
   METADATA_REVISION_DIGEST,
+  openStore,
   type SnapStore,
 } from '@etcd-steward/core';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
 import { gatedS3Store } from './gated-s3-store.js';
 import { type Member, putMany, restartableMember, restoreMember } from './restartable-member.js';
 import { restoreAndFingerprint } from './restore-program.js';
 import { runProgram, startProgram } from './run-program.js';
+import { startFaultProxy } from './servers/fault-proxy.js';
+import { startS3Server, writeS3Credentials } from './servers/s3-server.js';
 import {
   deltaGaps,
   etcdRevision,
@@ -192,6 +195,54 @@ describe('one history through combinations of operations', () => {
     const restored = await restoreAndFingerprint(directUrl, dir, 'unwatched', ['--to-revision', String(mid)]);
     expect(restored.fingerprint).toEqual(await keyspaceFingerprint(client, mid));
     expect((await restoreAndFingerprint(directUrl, dir, 'newest')).fingerprint).toEqual(live);
+  });
+
+  it('a snapshot removed by gc or compaction while the sidecar checks the store is no outage: it lists the store again', async () => {
+    const dir = at('store-changed');
+    const s3 = await startS3Server({ buckets: ['backups'] });
+    onTestFinished(() => s3.stop());
+    const credentials = join(dir, 's3-credentials.json');
+    await mkdir(dir, { recursive: true });
+    await writeS3Credentials(credentials, s3);
+    process.env.AWS_APPLICATION_CREDENTIALS_JSON = credentials;
+    process.env.AWS_EC2_METADATA_DISABLED = 'true';
+    let vanishing: string | undefined;
+    // while `vanishing` is set, its next read finds it gone, as after etcd-gc deleted it
+    const proxy = await startFaultProxy({
+      target: s3.endpoint,
+      answer: (req) => {
+        if (req.method !== 'GET' || !vanishing || !req.url?.split('?')[0].endsWith(`/${vanishing}`)) return undefined;
+        vanishing = undefined;
+        return {
+          status: 404,
+          headers: { 'content-type': 'application/xml' },
+          body: '<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchKey</Code><Message>The specified key does not exist.</Message></Error>',
+        };
+      },
+    });
+    onTestFinished(() => proxy.stop());
+    const url = `s3://backups/etcd?endpoint=${encodeURIComponent(proxy.endpoint)}`;
+    const { member: m, client } = await member(join(dir, 'etcd'));
+    let sidecar = await sidecarOn(m, url, join(dir, 'sidecar-1'));
+    await waitFor('the start-up full snapshot', () => snapshotsReach(sidecar.url, 1));
+    await putMany(client, '/a/', 20);
+    await keyspaceOnceStored(client, sidecar.url);
+    await stopSidecar(sidecar);
+    const direct = await openStore(`s3://backups/etcd?endpoint=${encodeURIComponent(s3.endpoint)}`);
+    onTestFinished(() => direct.close?.());
+    vanishing = (await listSnapshots(direct)).filter((e) => e.kind === 'Incr').at(-1)?.name;
+    expect(vanishing).toBeDefined();
+
+    await putMany(client, '/b/', 20);
+    sidecar = await sidecarOn(m, url, join(dir, 'sidecar-2'));
+    const live = await keyspaceOnceStored(client, sidecar.url);
+    const log = await sidecar.log();
+    await stopSidecar(sidecar);
+    expect(vanishing).toBeUndefined(); // the check read it, and found it gone
+    expect(log).toMatch(/the store changed while its history was checked/);
+    expect(log).not.toMatch(/the store does not answer|full snapshot spooled/);
+    expect(deltaGaps(await listSnapshots(direct))).toEqual([]);
+    expect((await restoreAndFingerprint(url, dir, 'newest')).fingerprint).toEqual(live);
   });
 
   it('another cluster found with the store down at the start: refused once the store answers, the store untouched', async () => {

@@ -7,15 +7,18 @@ import {
   listSnapshots,
   setAside,
 } from '@etcd-steward/core/backup';
-import type { Logger } from '@etcd-steward/core/common';
+import { errorMessage, type Logger } from '@etcd-steward/core/common';
 import { type EtcdConnection, etcdAuthToken } from '@etcd-steward/core/etcd';
 import type { SnapshotRef } from '@etcd-steward/core/format';
-import type { SnapStore } from '@etcd-steward/core/store';
+import { ObjectNotFoundError, type SnapStore } from '@etcd-steward/core/store';
 import type { DeltaWriter } from './delta-writer.js';
 import type { SnapshotMetrics } from './snapshot-metrics.js';
 import { type ChainHeads, headsAfter, headsOf, resumeRevision, spoolFit } from './spool/chain-heads.js';
 import type { Spool, SpooledDelta } from './spool/spool.js';
 import { setAsideSpooled, unprovenSpool } from './spool/spool-history.js';
+
+/** How often a resynchronisation lists the store again when it changed under the history check. */
+const RELISTS = 3;
 
 /** What resynchronisation keeps of the spool: the chain it continues, and what goes. */
 export interface SpoolReconciliation {
@@ -86,7 +89,7 @@ export class StoreChain {
   async resync(): Promise<void> {
     const { spool, logger } = this.options;
     this.forked = false;
-    const entries = await this.historyOf(await listSnapshots(this.options.store));
+    const entries = await this.listedHistory();
     await this.setAsideUnproven();
     const storeHeads = headsOf(entries);
     this.noteFull(entries);
@@ -107,6 +110,26 @@ export class StoreChain {
       logger.info('chain resumes', { afterRevision: after, storeRevision: storeHeads.head, spooled: spool.depth });
       return after;
     });
+  }
+
+  /**
+   * The store's snapshots that etcd's history continues (historyOf), listed again when one was gone by the time the
+   * check read it: etcd-gc or etcd-compact changed the store meanwhile, which is no outage of the store.
+   */
+  private async listedHistory(): Promise<CatalogEntry[]> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.historyOf(await listSnapshots(this.options.store));
+      } catch (err) {
+        if (!(err instanceof ObjectNotFoundError) || attempt >= RELISTS) throw err;
+        this.options.logger.info(
+          'the store changed while its history was checked (gc or compaction); listing it again',
+          {
+            reason: errorMessage(err),
+          },
+        );
+      }
+    }
   }
 
   /** Whether etcd still holds `revision` whole (it compacted below it), so that a watch from it misses nothing. */
