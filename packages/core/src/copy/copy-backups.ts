@@ -49,6 +49,8 @@ export interface CopySummary {
   damaged: DamagedObject[];
   /** Stored bytes copied. */
   bytes: number;
+  /** How many objects went which way: copied by the kernel (two local stores), or streamed through the program. */
+  ways: { kernel: number; streamed: number };
   durationMs: number;
   bytesPerSecond: number;
   /** With waitForFinalSnapshot: whether one appeared before the timeout. */
@@ -128,6 +130,7 @@ export async function copyBackups(options: CopyBackupsOptions): Promise<CopySumm
       const damaged: DamagedObject[] = [];
       let copied = 0;
       let vanished = 0;
+      const ways = { kernel: 0, streamed: 0 };
       const outcomes = prefetchInOrder(
         wanted,
         (entry, signal) =>
@@ -151,6 +154,7 @@ export async function copyBackups(options: CopyBackupsOptions): Promise<CopySumm
         progress.objectDone();
         if (outcome.error === undefined) {
           copied++;
+          ways[outcome.value!.way]++;
         } else if (outcome.error instanceof IntegrityError) {
           damaged.push({ name: outcome.item.name, problem: outcome.error.message });
           logger.error('not copied: the source object is damaged', {
@@ -175,6 +179,7 @@ export async function copyBackups(options: CopyBackupsOptions): Promise<CopySumm
         vanished,
         damaged,
         bytes: progress.bytes,
+        ways,
         durationMs,
         bytesPerSecond: Math.round(progress.rate()),
         ...(finalSnapshot ? { finalSnapshot } : {}),

@@ -14,7 +14,7 @@ const damagedLines = (damaged: DamagedObject[], what: string) =>
 export function formatCopySummary(s: CopySummary): string {
   return lines([
     `copied ${s.copied} of ${s.selected} snapshot(s) from ${s.from} to ${s.to}: ${cost(s)}`,
-    `  ${s.skipped} already there${s.vanished ? `, ${s.vanished} gone from the source meanwhile` : ''}`,
+    `  ${s.skipped} already there${s.vanished ? `, ${s.vanished} gone from the source meanwhile` : ''}${s.ways.kernel ? `, ${s.ways.kernel} copied by the kernel` : ''}`,
     ...(s.finalSnapshot ? [`  final full snapshot: ${s.finalSnapshot}`] : []),
     ...(s.recovered ?? []).map((r) => `  RECOVERED ${r.name} from its version ${r.versionId}: ${r.why}`),
     ...damagedLines(s.damaged, 'copied'),

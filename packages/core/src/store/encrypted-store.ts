@@ -65,6 +65,16 @@ export class EncryptedStore implements SnapStore {
     }
   }
 
+  /** Only without keys: with them, what get and put pass on is not what the file holds. */
+  localPath(name: string): string | undefined {
+    return this.keys ? undefined : this.inner.localPath?.(name);
+  }
+
+  putCopy(name: string, file: string, sha256: string, options: PutOptions & { source: string }): Promise<void> {
+    if (this.keys || !this.inner.putCopy) throw new Error(`${this.location}: no copy by the kernel into this store`);
+    return this.inner.putCopy(name, file, sha256, options);
+  }
+
   /** A file to encrypt is read through put; a plain or sealed one may still be moved into place. */
   async putFile(name: string, path: string, options: PutOptions = {}): Promise<void> {
     const { sealed, ...rest } = options;

@@ -1,12 +1,12 @@
 // Over 350 lines: the local provider whole: its writes and their commit, listing, metadata and the old layout's move.
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream, type Dirent } from 'node:fs';
-import { type FileHandle, mkdir, open, readdir, readFile, rename, rm, rmdir, stat } from 'node:fs/promises';
+import { copyFile, type FileHandle, mkdir, open, readdir, readFile, rename, rm, rmdir, stat } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { withLockFile, writeDurableTemp } from '../common/atomic-file.js';
-import { UsageError } from '../common/errors.js';
+import { IntegrityError, UsageError } from '../common/errors.js';
 import { fsyncPath } from '../common/fsync-path.js';
 import { checkMetadata } from './metadata.js';
 import { checkObjectName, RESERVED_FOLDERS } from './object-name.js';
@@ -81,6 +81,43 @@ export class LocalStore implements SnapStore {
         if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
         await this.put(name, createReadStream(path), options);
         return await rm(path, { force: true });
+      }
+      await this.commit(temp, name, options);
+    } catch (err) {
+      throw this.writeFailure(err);
+    }
+  }
+
+  /** Where an object's stored bytes are, as a file: a copy into another local store lets the kernel copy them. */
+  localPath(name: string): string {
+    return this.path(name);
+  }
+
+  /**
+   * Stores a copy of `file` (another local store's object) that the kernel makes (fs.copyFile: copy_file_range or a
+   * reflink where the file system has them), then reads what landed back and commits it only if its sha256 is
+   * `sha256`: an IntegrityError otherwise, and nothing stored. A source gone is an ObjectNotFoundError of `source`.
+   */
+  async putCopy(name: string, file: string, sha256: string, options: PutOptions & { source: string }): Promise<void> {
+    checkObjectName(name);
+    checkMetadata(options.metadata);
+    try {
+      await this.migrateLegacyMetadata();
+      const temp = await this.tempPath();
+      try {
+        await copyFile(file, temp).catch((err: NodeJS.ErrnoException) => {
+          throw err.code === 'ENOENT' && err.path === file ? new ObjectNotFoundError(options.source, name) : err;
+        });
+        const landed = createHash('sha256');
+        for await (const chunk of createReadStream(temp, { highWaterMark: 1 << 20 })) landed.update(chunk);
+        if (landed.digest('hex') !== sha256) {
+          throw new IntegrityError(
+            `${options.source}/${name} is damaged: its bytes do not match the sha256 recorded when it was stored`,
+          );
+        }
+      } catch (err) {
+        await rm(temp, { force: true });
+        throw err;
       }
       await this.commit(temp, name, options);
     } catch (err) {

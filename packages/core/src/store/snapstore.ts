@@ -112,6 +112,17 @@ export interface SnapStore {
    * writer appends the cipher's `nameSeal(name)` once it knows the name.
    */
   sealer?(): ObjectCipher | undefined;
+  /**
+   * Optional: where an object's stored bytes are, as a file on this machine (a local store without encryption):
+   * a copy between two such stores lets the kernel copy them (putCopy). Undefined otherwise.
+   */
+  localPath?(name: string): string | undefined;
+  /**
+   * Optional, with localPath: stores a copy of `file` that the kernel makes, committed only once what landed has the
+   * sha256 `sha256` (an IntegrityError otherwise, nothing stored); a missing `file` is an ObjectNotFoundError of the
+   * store `source`.
+   */
+  putCopy?(name: string, file: string, sha256: string, options: PutOptions & { source: string }): Promise<void>;
   /** Rejects with ObjectNotFoundError, before any byte is read, when there is no such object. */
   get(name: string, options?: GetOptions): Promise<Readable>;
   list(prefix?: string): Promise<StoredObject[]>;
