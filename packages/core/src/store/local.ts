@@ -47,14 +47,19 @@ export class LocalStore implements SnapStore {
     this.location = `file://${root}`;
   }
 
-  async put(name: string, body: Readable, options: PutOptions = {}): Promise<void> {
+  put(name: string, body: Readable, options: PutOptions = {}): Promise<void> {
+    return this.write(name, options, (temp) => pipeline(body, createWriteStream(temp), { signal: options.signal }));
+  }
+
+  /** Writes an object through a temp file that `fill` makes, committed once it succeeded, removed if it failed. */
+  private async write(name: string, options: PutOptions, fill: (temp: string) => Promise<void>): Promise<void> {
     checkObjectName(name);
     checkMetadata(options.metadata);
     try {
       await this.migrateLegacyMetadata();
       const temp = await this.tempPath();
       try {
-        await pipeline(body, createWriteStream(temp), { signal: options.signal });
+        await fill(temp);
       } catch (err) {
         await rm(temp, { force: true });
         throw err;
@@ -98,31 +103,19 @@ export class LocalStore implements SnapStore {
    * reflink where the file system has them), then reads what landed back and commits it only if its sha256 is
    * `sha256`: an IntegrityError otherwise, and nothing stored. A source gone is an ObjectNotFoundError of `source`.
    */
-  async putCopy(name: string, file: string, sha256: string, options: PutOptions & { source: string }): Promise<void> {
-    checkObjectName(name);
-    checkMetadata(options.metadata);
-    try {
-      await this.migrateLegacyMetadata();
-      const temp = await this.tempPath();
-      try {
-        await copyFile(file, temp).catch((err: NodeJS.ErrnoException) => {
-          throw err.code === 'ENOENT' && err.path === file ? new ObjectNotFoundError(options.source, name) : err;
-        });
-        const landed = createHash('sha256');
-        for await (const chunk of createReadStream(temp, { highWaterMark: 1 << 20 })) landed.update(chunk);
-        if (landed.digest('hex') !== sha256) {
-          throw new IntegrityError(
-            `${options.source}/${name} is damaged: its bytes do not match the sha256 recorded when it was stored`,
-          );
-        }
-      } catch (err) {
-        await rm(temp, { force: true });
-        throw err;
+  putCopy(name: string, file: string, sha256: string, options: PutOptions & { source: string }): Promise<void> {
+    return this.write(name, options, async (temp) => {
+      await copyFile(file, temp).catch((err: NodeJS.ErrnoException) => {
+        throw err.code === 'ENOENT' && err.path === file ? new ObjectNotFoundError(options.source, name) : err;
+      });
+      const landed = createHash('sha256');
+      for await (const chunk of createReadStream(temp, { highWaterMark: 1 << 20 })) landed.update(chunk);
+      if (landed.digest('hex') !== sha256) {
+        throw new IntegrityError(
+          `${options.source}/${name} is damaged: its bytes do not match the sha256 recorded when it was stored`,
+        );
       }
-      await this.commit(temp, name, options);
-    } catch (err) {
-      throw this.writeFailure(err);
-    }
+    });
   }
 
   private async tempPath(): Promise<string> {
