@@ -186,8 +186,8 @@ describe('one history through combinations of operations', () => {
     );
     await gate.open();
     const live = await keyspaceOnceStored(client, sidecar.url);
-    const log = await sidecar.log();
     await stopSidecar(sidecar);
+    const log = await sidecar.log(); // whole once it stopped
     expect(log).toMatch(/stored etcd's history up to a spooled full snapshot as a delta/);
     expect(deltaGaps(await listSnapshots(direct))).toEqual([]);
     // a revision no sidecar watched restores as etcd wrote it
@@ -236,8 +236,8 @@ describe('one history through combinations of operations', () => {
     await putMany(client, '/b/', 20);
     sidecar = await sidecarOn(m, url, join(dir, 'sidecar-2'));
     const live = await keyspaceOnceStored(client, sidecar.url);
-    const log = await sidecar.log();
     await stopSidecar(sidecar);
+    const log = await sidecar.log(); // whole once it stopped
     expect(vanishing).toBeUndefined(); // the check read it, and found it gone
     expect(log).toMatch(/the store changed while its history was checked/);
     expect(log).not.toMatch(/the store does not answer|full snapshot spooled/);
@@ -363,15 +363,20 @@ describe('one history through combinations of operations', () => {
     await restoreMember(m, `file://${storeDir}`, ['--to-revision', String(beforeBadWrites)]);
     const again = await m.start();
     await putMany(again, '/new/', 5);
-    await compactHistory({ endpoints: [m.endpoint] }, await etcdRevision(again), { timeoutMs: 30_000 });
+    const compacted = await etcdRevision(again);
+    await compactHistory({ endpoints: [m.endpoint] }, compacted, { timeoutMs: 30_000 });
 
     sidecar = await sidecarOn(m, `file://${storeDir}`, join(dir, 'sidecar-2'));
     await putMany(again, '/after/', 10);
     const live = await keyspaceOnceStored(again, sidecar.url);
-    const log = await sidecar.log();
     await stopSidecar(sidecar);
+    const log = await sidecar.log(); // whole once it stopped
     expect(log).toMatch(/etcd's history left the store's/);
     expect(log).not.toMatch(/cannot tell whether etcd continues/);
+    // the revisions after the fork that etcd compacted are in no delta, and the log says which and why
+    expect(log).toContain(
+      `the deltas go on after the full snapshot","neededRevision":${beforeBadWrites + 1},"compactRevision":${compacted}`,
+    );
     const { chain, forks } = await storeObjects(storeDir);
     expect(forks.sort()).toEqual(expect.arrayContaining(abandoned));
     expect(chain.filter((n) => abandoned.includes(n))).toEqual([]);

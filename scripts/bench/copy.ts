@@ -2,7 +2,9 @@
 // single-stream rate (one object read from the source; one written to the destination), with the copy's peak RSS;
 // and, when EBR_BIN names ebr's etcdbrctl, ebr's `copy` beside ours between two local directories.
 // Usage: node scripts/bench/copy.ts [--from s3] [--to azure] [--size-mb 1024] [--keys 100000] [--max-parallel 10]
-//                                   [--work /tmp/bench-copy]
+//                                   [--work /tmp/bench-copy] [--previous <checkout>] [--rounds 1]
+// Between two local directories it also runs `cp -r` and, with --previous (another checkout of this repo, built),
+// that version's copy, interleaved with ours for --rounds rounds.
 // Target (issue #15): the copy at 80% or more of the slower side's single-stream rate, memory bounded.
 // The snapshots are one real etcd snapshot (--keys puts of 1 KiB, uncompressed, so that 1 GB of objects is 1 GB
 // to check) stored under as many names as make --size-mb. Build first (pnpm exec tsc -b).
@@ -27,6 +29,8 @@ const { values } = parseArgs({
     keys: { type: 'string', default: '100000' },
     'max-parallel': { type: 'string', default: '10' },
     work: { type: 'string', default: '/tmp/bench-copy' },
+    previous: { type: 'string' },
+    rounds: { type: 'string', default: '1' },
   },
 });
 const work = values.work;
@@ -137,19 +141,43 @@ try {
   const localFrom = join(work, 'local-from');
   const ours = join(work, 'local-ours');
   const theirs = join(work, 'local-ebr');
-  for (const dir of [localFrom, ours, theirs]) await rm(dir, { recursive: true, force: true });
+  await rm(localFrom, { recursive: true, force: true });
   await fill(`file://${localFrom}`);
-  const local = await measure(process.execPath, [bin, '--from', `file://${localFrom}`, '--to', `file://${ours}`]);
-  if (local.code !== 0) throw new Error(`etcd-copy-backups (local) exited ${local.code}: ${local.stderr.slice(-2000)}`);
-  rows.push([
-    'etcd-copy-backups local → local',
-    String(copies),
-    (totalBytes / MB).toFixed(0),
-    local.seconds.toFixed(1),
-    (totalBytes / MB / local.seconds).toFixed(0),
-    '',
-    local.peakRssMb.toFixed(0),
-  ]);
+  const previousBin = values.previous && join(values.previous, 'packages/copy-backups/bin/etcd-copy-backups.js');
+  const contenders: Array<[string, string, string[]]> = [
+    [
+      'etcd-copy-backups local → local',
+      process.execPath,
+      [bin, '--from', `file://${localFrom}`, '--to', `file://${ours}`],
+    ],
+    ['cp -r local → local', 'cp', ['-r', localFrom, ours]],
+    ...(previousBin
+      ? [
+          [
+            'previous etcd-copy-backups local → local',
+            process.execPath,
+            [previousBin, '--from', `file://${localFrom}`, '--to', `file://${ours}`],
+          ] as [string, string, string[]],
+        ]
+      : []),
+  ];
+  for (let round = 0; round < Number(values.rounds); round++) {
+    for (const [name, command, args] of contenders) {
+      await rm(ours, { recursive: true, force: true });
+      const run = await measure(command, args);
+      if (run.code !== 0) throw new Error(`${name} exited ${run.code}: ${run.stderr.slice(-2000)}`);
+      rows.push([
+        name,
+        String(copies),
+        (totalBytes / MB).toFixed(0),
+        run.seconds.toFixed(2),
+        (totalBytes / MB / run.seconds).toFixed(0),
+        '',
+        run.peakRssMb.toFixed(0),
+      ]);
+    }
+  }
+  await rm(theirs, { recursive: true, force: true });
   const ebrCopy = ebrCommand('copy', theirs, { from: localFrom, to: theirs, dir: join(work, 'ebr') });
   if (ebrCopy) {
     const run = await measure(ebrCopy.bin, ebrCopy.args);

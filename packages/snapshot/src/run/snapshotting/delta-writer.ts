@@ -217,7 +217,14 @@ export class DeltaWriter {
   private async canResume(revision: number): Promise<boolean> {
     return assertWatchable(this.options.connection, revision).then(
       () => true,
-      (err) => !(err instanceof WatchCompactedError),
+      (err) => {
+        if (!(err instanceof WatchCompactedError)) return true;
+        this.logger.error(
+          'etcd compacted its history past the revision the next delta needs; the deltas go on after the full snapshot',
+          { neededRevision: err.fromRevision, compactRevision: err.compactRevision },
+        );
+        return false;
+      },
     );
   }
 

@@ -1,10 +1,14 @@
 import { compactionAt } from '@etcd-steward/core/backup';
 import { errorMessage } from '@etcd-steward/core/common';
-import { type EtcdConnection, etcdAuthToken, WatchCompactedError } from '@etcd-steward/core/etcd';
+import { type EtcdConnection, etcdAuthToken, WatchCompactedError, watchRevisions } from '@etcd-steward/core/etcd';
+
+/** How long a watch may take to say where etcd compacted. */
+const COMPACT_REVISION_MS = 5_000;
 
 /**
  * etcd lets a watch start at the revision it compacted at, but has dropped that revision's deletes: a delta read so
- * would lack them. Such a start is as compacted as an older one (WatchCompactedError).
+ * would lack them. Such a start is as compacted as an older one (WatchCompactedError, with the revision etcd
+ * compacted at where a watch from `from` says it; `from` where it does not).
  */
 export async function assertWatchable(connection: EtcdConnection, from: number): Promise<void> {
   const compaction = await compactionAt(connection, await etcdAuthToken(connection), from).catch((err) => {
@@ -13,5 +17,16 @@ export async function assertWatchable(connection: EtcdConnection, from: number):
     if (/future revision/.test(errorMessage(err))) return 'below';
     throw err;
   });
-  if (compaction !== 'below') throw new WatchCompactedError(from, from);
+  if (compaction !== 'below') throw new WatchCompactedError(from, await compactRevision(connection, from));
+}
+
+/** The revision etcd compacted at, as a watch from `from` (compacted) is refused with it; `from` if it is not told. */
+async function compactRevision(connection: EtcdConnection, from: number): Promise<number> {
+  const signal = AbortSignal.timeout(COMPACT_REVISION_MS);
+  try {
+    for await (const _ of watchRevisions(connection, from, { signal })) break; // compacted at `from` itself
+  } catch (err) {
+    if (err instanceof WatchCompactedError) return err.compactRevision;
+  }
+  return from;
 }
