@@ -388,6 +388,39 @@ describe('one history through combinations of operations', () => {
     expect(atFork.fingerprint.keys).toBe(20);
   });
 
+  it('a refusal holds when etcd then compacts what proved it: the sidecar never goes on with a history it found to differ', async () => {
+    const dir = at('refusal-holds');
+    const storeDir = join(dir, 'store');
+    const { member: m, client } = await member(join(dir, 'etcd'));
+    let sidecar = await sidecarOn(m, `file://${storeDir}`, join(dir, 'sidecar-1'));
+    const beforeBadWrites = await keepThenBadWrites(client, sidecar);
+    await stopSidecar(sidecar);
+    await m.stop();
+    const before = (await storeObjects(storeDir)).chain;
+
+    // Restored without --fork; the new history deletes and writes every key the store's snapshots end with again, and etcd
+    // compacts between the fork and the store's head: a difference is proven, the revision both share is not.
+    await restoreMember(m, `file://${storeDir}`, ['--to-revision', String(beforeBadWrites)]);
+    const again = await m.start();
+    await again.delete().prefix('/keep/').exec();
+    await putMany(again, '/keep/', 20);
+    await putMany(again, '/bad/', 30);
+    await putMany(again, '/bad/', 30);
+    await compactHistory({ endpoints: [m.endpoint] }, beforeBadWrites + 5, { timeoutMs: 30_000 });
+    sidecar = await sidecarOn(m, `file://${storeDir}`, join(dir, 'sidecar-2'));
+    await waitFor('the refusal', async () => (await metric(sidecar.url, 'etcd_snapshot_history_refused')) === 1);
+    // etcd compacts past all the store holds: nothing is left that could tell the two histories apart
+    await compactHistory({ endpoints: [m.endpoint] }, await etcdRevision(again), { timeoutMs: 30_000 });
+    await putMany(again, '/later/', 5);
+    await sleep(5_000); // the refused sidecar looks again after 1 s, 2 s, …
+    expect(await metric(sidecar.url, 'etcd_snapshot_history_refused')).toBe(1);
+    await stopSidecar(sidecar);
+    const log = await sidecar.log();
+    expect(log).toMatch(/refusing to take snapshots/);
+    expect(log).not.toMatch(/cannot tell whether etcd continues|taking snapshots: this sidecar leads/);
+    expect((await storeObjects(storeDir)).chain).toEqual(before);
+  });
+
   it('etcd-compact and a set-aside exclude each other: no compacted full snapshot of the abandoned history stays in the chain', async () => {
     const dir = at('compact-set-aside');
     const storeDir = join(dir, 'store');

@@ -24,7 +24,7 @@ export type HistoryVerdict =
       abandoned: CatalogEntry[];
       etcdRevision: number;
     }
-  | { kind: 'foreign'; etcdRevision: number; storeRevision: number }
+  | { kind: 'foreign'; etcdRevision: number; storeRevision: number; different: string[] }
   | { kind: 'unknown'; reason: string };
 
 export interface HistoryCheckOptions {
@@ -35,6 +35,11 @@ export interface HistoryCheckOptions {
   connection: EtcdConnection;
   /** For reading deltas (their last revision's events). */
   scratchDir: string;
+  /**
+   * Snapshots (by name) an earlier check proved to differ from this etcd's history: they differ still, though etcd
+   * may since have compacted what proved it (the sidecar's refusal holds, rather than turn into "cannot tell").
+   */
+  provenDifferent?: ReadonlySet<string>;
   /** How long a member behind the store's head may take to catch up before it counts as another history. */
   catchUpMs?: number;
   signal?: AbortSignal;
@@ -81,7 +86,11 @@ export async function checkStoreHistory(options: HistoryCheckOptions): Promise<H
   const storeRevision = entries[entries.length - 1].lastRevision;
   const etcdRevision = await etcdRevisionAtLeast(connection, storeRevision, options.catchUpMs ?? 5_000, signal);
 
-  const compare = (entry: CatalogEntry) => compareWithEtcd(store, entry, connection, etcdRevision, scratchDir, signal);
+  const compare = async (entry: CatalogEntry): Promise<RevisionMatch> =>
+    options.provenDifferent?.has(entry.name)
+      ? 'different'
+      : compareWithEtcd(store, entry, connection, etcdRevision, scratchDir, signal);
+  const different: string[] = [];
 
   /** The oldest snapshot found to differ so far. */
   let oldestDifferent: CatalogEntry | undefined;
@@ -98,6 +107,7 @@ export async function checkStoreHistory(options: HistoryCheckOptions): Promise<H
     }
     if (match === 'different') {
       oldestDifferent = entry;
+      different.push(entry.name);
       untold = 0;
       // Those that cannot be compared belong to no history yet: the walk goes on to one that can (a delta's
       // revision still tells by etcd's state past its compaction), whether or not one differed before.
@@ -122,7 +132,7 @@ export async function checkStoreHistory(options: HistoryCheckOptions): Promise<H
     return { kind: 'forked', commonRevision, abandoned, etcdRevision };
   }
   // A snapshot proven to differ, and none proven the same: another history, as far as can be told.
-  return { kind: 'foreign', etcdRevision, storeRevision };
+  return { kind: 'foreign', etcdRevision, storeRevision, different };
 }
 
 /**
@@ -145,9 +155,13 @@ export async function etcdRevisionAtLeast(
 
 /** The store holds a history etcd does not continue: nothing may be written to it. */
 export class ForeignHistoryError extends OperationError {
-  constructor(location: string, verdict: { etcdRevision: number; storeRevision: number }) {
+  /** The snapshots proven to differ from etcd's history. */
+  readonly different: readonly string[];
+
+  constructor(location: string, verdict: { etcdRevision: number; storeRevision: number; different?: string[] }) {
     super(
       `${location} holds another history than etcd's (etcd at revision ${verdict.etcdRevision} holds none of the revisions the store's snapshots end with, up to ${verdict.storeRevision}): another cluster's store, or one from before this cluster was created. Nothing is written to it. Point --store at a prefix of this cluster's own, or move the old snapshots out of it (etcd-copy-backups to another store, then delete them); if this cluster was restored from this store to an earlier revision without --fork and etcd has compacted since, move the snapshots past that revision to forks/<revision>-<seconds>/ (etcd-restore --fork --dry-run lists them)`,
     );
+    this.different = verdict.different ?? [];
   }
 }

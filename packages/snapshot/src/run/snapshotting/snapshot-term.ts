@@ -32,6 +32,8 @@ export interface SnapshotTermOptions {
   state: FullState;
   /** etcd's revision as last seen, for the watch lag. */
   etcdRevision(): number | undefined;
+  /** Snapshots this sidecar found to differ from etcd's history in an earlier term (StoreChainOptions). */
+  provenDifferent: ReadonlySet<string>;
   /**
    * The store turned out to hold a history etcd does not continue once it answered (the term started in the spool):
    * the term must end, and nothing more go to the store.

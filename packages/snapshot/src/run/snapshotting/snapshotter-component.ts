@@ -16,7 +16,7 @@ import { SnapshotMetrics } from './snapshot-metrics.js';
 import { SnapshotTerm, type SnapshotTermOptions } from './snapshot-term.js';
 
 export interface SnapshotterComponentOptions
-  extends Omit<SnapshotTermOptions, 'metrics' | 'logger' | 'state' | 'etcdRevision' | 'onRefused'> {
+  extends Omit<SnapshotTermOptions, 'metrics' | 'logger' | 'state' | 'etcdRevision' | 'onRefused' | 'provenDifferent'> {
   leadership: Leadership;
   /** Take a final full snapshot (ebr's `.final`) on shutdown. */
   finalSnapshot: boolean;
@@ -61,6 +61,11 @@ export class SnapshotterComponent implements Component, Snapshotter {
   private storeReachable = true;
   /** Why no term can start: the store holds a history etcd does not continue (ForeignHistoryError). */
   private historyRefused?: string;
+  /**
+   * The store's snapshots a refusal proved to differ from etcd's history: they stay refused for as long as this
+   * sidecar runs, though etcd may since compact what proved it (and the next check could then not tell).
+   */
+  private readonly provenDifferent = new Set<string>();
 
   constructor(
     private readonly options: SnapshotterComponentOptions,
@@ -182,6 +187,7 @@ export class SnapshotterComponent implements Component, Snapshotter {
           logger: this.logger,
           state: this.state,
           etcdRevision: () => this.options.leadership.status?.revision,
+          provenDifferent: this.provenDifferent,
           onRefused: (err) => void this.transitions.run(() => this.refuse(term, err)),
         });
         try {
@@ -196,6 +202,7 @@ export class SnapshotterComponent implements Component, Snapshotter {
         } catch (err) {
           await term.stop();
           if (err instanceof ForeignHistoryError) {
+            for (const name of err.different) this.provenDifferent.add(name);
             // Once until it changes; the store may be fixed (or etcd restored from it) meanwhile.
             if (this.historyRefused !== err.message)
               this.logger.error('refusing to take snapshots', { reason: err.message });
@@ -228,6 +235,7 @@ export class SnapshotterComponent implements Component, Snapshotter {
     if (this.term !== term) return;
     this.logger.error('refusing to take snapshots', { reason: err.message });
     this.historyRefused = err.message;
+    for (const name of err.different) this.provenDifferent.add(name);
     await this.endTerm();
     void this.transitions.run(() => this.beginTerm());
   }

@@ -57,6 +57,8 @@ export interface StoreChainOptions {
   logger: Logger;
   /** The store lost its full snapshots under the sidecar: the deltas have no base. */
   onBaseLost(): void;
+  /** Snapshots this sidecar found to differ from etcd's history before (HistoryCheckOptions.provenDifferent). */
+  provenDifferent: ReadonlySet<string>;
 }
 
 /**
@@ -186,7 +188,8 @@ export class StoreChain {
    */
   private async historyOf(entries: CatalogEntry[]): Promise<CatalogEntry[]> {
     const { store, connection, tempDir, metrics, logger } = this.options;
-    const verdict = await checkStoreHistory({ store, entries, connection, scratchDir: tempDir });
+    const { provenDifferent } = this.options;
+    const verdict = await checkStoreHistory({ store, entries, connection, scratchDir: tempDir, provenDifferent });
     if (verdict.kind === 'unknown') {
       logger.warn("cannot tell whether etcd continues the store's history; going on with the store's chain", {
         reason: verdict.reason,
