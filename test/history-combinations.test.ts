@@ -87,6 +87,18 @@ async function keepThenBadWrites(client: Etcd3, sidecar: SidecarProcess): Promis
   return beforeBadWrites;
 }
 
+/** A member whose local store holds the writes kept and the bad ones (keepThenBadWrites); it and its sidecar stopped. */
+async function storedBadWrites(name: string) {
+  const dir = at(name);
+  const storeDir = join(dir, 'store');
+  const { member: m, client } = await member(join(dir, 'etcd'));
+  const sidecar = await sidecarOn(m, `file://${storeDir}`, join(dir, 'sidecar-1'));
+  const beforeBadWrites = await keepThenBadWrites(client, sidecar);
+  await stopSidecar(sidecar);
+  await m.stop();
+  return { dir, storeDir, m, beforeBadWrites };
+}
+
 describe('one history through combinations of operations', () => {
   it('a spool carried across a restore to the store newest revision is set aside, not uploaded into the new history', async () => {
     const dir = at('spool-across-restore');
@@ -349,13 +361,7 @@ describe('one history through combinations of operations', () => {
   });
 
   it('etcd compacted past a fork before the sidecar starts: the abandoned snapshots are set aside all the same', async () => {
-    const dir = at('fork-compacted');
-    const storeDir = join(dir, 'store');
-    const { member: m, client } = await member(join(dir, 'etcd'));
-    let sidecar = await sidecarOn(m, `file://${storeDir}`, join(dir, 'sidecar-1'));
-    const beforeBadWrites = await keepThenBadWrites(client, sidecar);
-    await stopSidecar(sidecar);
-    await m.stop();
+    const { dir, storeDir, m, beforeBadWrites } = await storedBadWrites('fork-compacted');
     const abandoned = (await storeObjects(storeDir)).chain.filter((n) => Number(n.split('-')[2]) > beforeBadWrites);
 
     // Fewer new writes than bad ones: etcd stays below the store's head. Then it compacts at its head, as druid's
@@ -366,7 +372,7 @@ describe('one history through combinations of operations', () => {
     const compacted = await etcdRevision(again);
     await compactHistory({ endpoints: [m.endpoint] }, compacted, { timeoutMs: 30_000 });
 
-    sidecar = await sidecarOn(m, `file://${storeDir}`, join(dir, 'sidecar-2'));
+    const sidecar = await sidecarOn(m, `file://${storeDir}`, join(dir, 'sidecar-2'));
     await putMany(again, '/after/', 10);
     const live = await keyspaceOnceStored(again, sidecar.url);
     await stopSidecar(sidecar);
@@ -389,13 +395,7 @@ describe('one history through combinations of operations', () => {
   });
 
   it('a refusal holds when etcd then compacts what proved it: the sidecar never goes on with a history it found to differ', async () => {
-    const dir = at('refusal-holds');
-    const storeDir = join(dir, 'store');
-    const { member: m, client } = await member(join(dir, 'etcd'));
-    let sidecar = await sidecarOn(m, `file://${storeDir}`, join(dir, 'sidecar-1'));
-    const beforeBadWrites = await keepThenBadWrites(client, sidecar);
-    await stopSidecar(sidecar);
-    await m.stop();
+    const { dir, storeDir, m, beforeBadWrites } = await storedBadWrites('refusal-holds');
     const before = (await storeObjects(storeDir)).chain;
 
     // Restored without --fork; the new history deletes and writes every key the store's snapshots end with again, and etcd
@@ -407,7 +407,7 @@ describe('one history through combinations of operations', () => {
     await putMany(again, '/bad/', 30);
     await putMany(again, '/bad/', 30);
     await compactHistory({ endpoints: [m.endpoint] }, beforeBadWrites + 5, { timeoutMs: 30_000 });
-    sidecar = await sidecarOn(m, `file://${storeDir}`, join(dir, 'sidecar-2'));
+    const sidecar = await sidecarOn(m, `file://${storeDir}`, join(dir, 'sidecar-2'));
     await waitFor('the refusal', async () => (await metric(sidecar.url, 'etcd_snapshot_history_refused')) === 1);
     // etcd compacts past all the store holds: nothing is left that could tell the two histories apart
     await compactHistory({ endpoints: [m.endpoint] }, await etcdRevision(again), { timeoutMs: 30_000 });
