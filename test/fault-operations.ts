@@ -160,7 +160,9 @@ export async function restoreCluster(ctx: RunContext, f: RestoreFault) {
         subject: `member ${i}`,
         message: `etcd-restore${revision === undefined ? '' : ` --to-revision ${revision}`} of member ${i} exited ${res.code}: ${res.stderr.trim().split('\n').at(-1)?.slice(0, 300)}`,
       });
-      continue;
+      // Members restored before it hold the new cluster's data, the rest the old one's: no cluster forms from both.
+      if (restored > 0) throw new Error(`member ${i} was not restored after ${restored} member(s) were`);
+      break;
     }
     const out = JSON.parse(res.stdout) as { revision: number; setAside?: { folder: string; snapshots: string[] } };
     revision ??= out.revision;
@@ -230,7 +232,7 @@ async function setAsideBySidecar(ctx: RunContext, revision: number, before: Cata
     ctx.log(
       `  the sidecars refuse the store (nothing provably shared); moving the ${still.length} snapshot(s) past ${revision} to forks/ by hand`,
     );
-    const store = await openStore(ctx.store.directUrl);
+    const store = await openStore(ctx.store.directUrl, { env: ctx.store.env });
     try {
       await setAside(store, revision, forkFolder(revision), { lockSettleMs: 1_000 });
     } finally {
