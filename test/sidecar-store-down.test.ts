@@ -168,6 +168,41 @@ it('with the S3 store down at start the sidecar runs, says so, spools a full sna
   await expectRestored(stored, at('restore-s3-down'), source);
 });
 
+it('with the S3 store down at start, revisions the watch read but had not spooled when etcd compacted them stay in a delta once the store answers', async () => {
+  // No delta is finished before the store answers: the revisions past the spooled full snapshot live in the watch.
+  const { storeUrl, direct, gate } = await gatedS3Store(at, 'sidecar-s3-unflushed');
+  const { cluster, client, writer } = await clusterUnderWrites();
+  const sidecar = await startSidecar({
+    endpoint: cluster.endpoints[0],
+    store: storeUrl,
+    dir: at('sidecar-s3-unflushed'),
+    args: ['--delta-snapshot-period', '60s', '--delta-snapshot-memory-limit', '64Mi'],
+  });
+  onTestFinished(() => sidecar.kill());
+  await waitFor('a spooled full snapshot', async () => /full snapshot spooled/.test(await sidecar.log()));
+  await new Promise((r) => setTimeout(r, 1_500));
+  await writer.stop();
+  // etcd forgets what the watch read: only the sidecar's memory still has it.
+  const compactedAt = await etcdRevision(client);
+  await client.kv.compact({ revision: String(compactedAt), physical: true });
+
+  await gate.open();
+  await waitFor('the chain to resume', async () => /chain resumes/.test(await sidecar.log()));
+  expect((await fetch(`${sidecar.url}/snapshot/delta`, { method: 'POST' })).status).toBe(200);
+  const source = await keyspaceOnceStored(client, sidecar.url);
+  expect(await sidecar.stop()).toBe(0);
+
+  const entries = await listSnapshots(direct);
+  expect(chainProblems(entries)).toEqual([]);
+  const fulls = entries.filter((e) => e.kind === 'Full');
+  expect(fulls.map((e) => e.lastRevision)).toEqual([fulls[0].lastRevision]);
+  const deltas = entries.filter((e) => e.kind === 'Incr');
+  expect(deltas[0]?.startRevision).toBe(fulls[0].lastRevision + 1);
+  expect(deltas.at(-1)?.lastRevision).toBeGreaterThanOrEqual(compactedAt);
+  expect(await sidecar.log()).not.toMatch(/compacted its history/);
+  await expectRestored(direct, at('restore-s3-unflushed'), source);
+});
+
 it('with the S3 store down at start, a newer full snapshot another writer stored meanwhile wins over the spooled chain: the chain continues it', async () => {
   const { cluster, client, writer, sidecar, url, gate, direct } = await sidecarWithS3DownAtStart('sidecar-s3-newer');
   await waitFor('deltas in the spool', async () => ((await metric(url, 'etcd_snapshot_spool_deltas')) ?? 0) > 1);

@@ -86,7 +86,7 @@ export class StoreChain {
   /**
    * Starts the chain from what the store holds, once etcd's history is found to continue it (historyOf), followed
    * by what the spool holds that etcd's history holds too (setAsideUnproven) and that continues it (reconcileSpool).
-   * Then the watch starts over right after the new head.
+   * Then the watch starts over right after the new head, or goes on where that is where it writes (DeltaWriter.restart).
    */
   async resync(): Promise<void> {
     const { spool, logger } = this.options;
