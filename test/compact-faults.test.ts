@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { restoreAndFingerprint } from './restore-program.js';
 import { runProgram, startProgram } from './run-program.js';
 import { startFaultProxy } from './servers/fault-proxy.js';
-import { type S3TestServer, startS3Server } from './servers/s3-server.js';
+import { type S3TestServer, startS3Server, writeS3Credentials } from './servers/s3-server.js';
 import { waitFor } from './sidecar-helpers.js';
 import { tempDir } from './temp-dir.js';
 
@@ -274,14 +274,7 @@ describe('etcd-compact killed at the upload', () => {
   beforeAll(async () => {
     server = await startS3Server({ buckets: ['backups'] });
     const credentials = at('credentials.json');
-    await writeFile(
-      credentials,
-      JSON.stringify({
-        accessKeyID: server.accessKeyId,
-        secretAccessKey: server.secretAccessKey,
-        region: server.region,
-      }),
-    );
+    await writeS3Credentials(credentials, server);
     env.AWS_APPLICATION_CREDENTIALS_JSON = credentials;
     Object.assign(process.env, env); // for this test's own store client
   });

@@ -13,7 +13,7 @@ import {
 import { buildChainStore, type ChainStore, startCluster, type TestCluster } from '@etcd-steward/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { restoreAndFingerprint } from './restore-program.js';
-import { errorMessages as errors, runProgram } from './run-program.js';
+import { errorMessages as errors, programJson, runProgram } from './run-program.js';
 import { tempDir } from './temp-dir.js';
 
 /*
@@ -72,11 +72,9 @@ describe('a changed key id in an encrypted full snapshot (real etcd, processes)'
 
   it('etcd-gc with the key does not take it for the start of the newest chain: the older full and its deltas stay, and restore exactly', async () => {
     const { dir, url } = await damagedCopy('gc');
-    const gc = await runProgram('etcd-gc', [
-      ...['--store', url, '--keep-last', '1', '--lock-settle', '1s', '--encryption-key-file', keys, '--output', 'json'],
+    const report = await programJson('etcd-gc', [
+      ...['--store', url, '--keep-last', '1', '--lock-settle', '1s', '--encryption-key-file', keys],
     ]);
-    expect(gc.code, gc.stderr).toBe(0);
-    const report = JSON.parse(gc.stdout);
     expect(report.restorableFull).toBe(older());
     expect(report.warnings).toEqual([
       expect.stringContaining(

@@ -19,7 +19,7 @@ import {
 import { buildChainStore, type ChainStore, startCluster, type TestCluster, writeWorkload } from '@etcd-steward/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { restoreAndFingerprint } from './restore-program.js';
-import { errorMessages as errors, runProgram } from './run-program.js';
+import { errorMessages as errors, programJson, runProgram } from './run-program.js';
 import { firstDelta, keyspaceOnceStored, type SidecarProcess, startSidecar, startWriter } from './sidecar-helpers.js';
 import { tempDir } from './temp-dir.js';
 
@@ -306,11 +306,9 @@ describe('damage and substitutes in an encrypted store (real etcd, processes)', 
     ]);
 
     // With it, the newer full does not verify, so the older one starts the newest restorable chain and stays.
-    const gc = await runProgram('etcd-gc', [
-      ...['--store', url, '--keep-last', '1', '--lock-settle', '1s', '--encryption-key-file', keys, '--output', 'json'],
+    const report = await programJson('etcd-gc', [
+      ...['--store', url, '--keep-last', '1', '--lock-settle', '1s', '--encryption-key-file', keys],
     ]);
-    expect(gc.code, gc.stderr).toBe(0);
-    const report = JSON.parse(gc.stdout);
     expect(report.restorableFull).toBe(older());
     expect(report.warnings).toEqual([
       expect.stringContaining(

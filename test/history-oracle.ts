@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import {
   createEtcdClient,
   type DeltaEvent,
+  type Etcd3,
   type FingerprintedKey,
   FingerprintHash,
   KEY_DIGEST_BYTES,
@@ -233,27 +234,32 @@ export class Timeline {
 export async function readKeyspace(endpoints: string[], revision?: number): Promise<LiveKey[]> {
   const client = createEtcdClient({ endpoints });
   try {
-    const keys: LiveKey[] = [];
-    let from = Buffer.from([0]);
-    let at = revision ?? 0;
-    for (;;) {
-      const res = await client.kv.range({ key: from, range_end: Buffer.from([0]), revision: at, limit: 1000 });
-      if (at === 0) at = Number(res.header.revision);
-      for (const kv of res.kvs) {
-        keys.push({
-          key: kv.key,
-          value: kv.value,
-          createRevision: kv.create_revision,
-          modRevision: kv.mod_revision,
-          version: kv.version,
-          lease: String(kv.lease ?? '0'),
-        });
-      }
-      if (!res.more || res.kvs.length === 0) return keys;
-      from = Buffer.concat([res.kvs[res.kvs.length - 1].key, Buffer.from([0])]);
-    }
+    return await keyspaceOf(client, revision);
   } finally {
     client.close();
+  }
+}
+
+/** readKeyspace through a client of the caller's (one to an etcd started on restored data, say). */
+export async function keyspaceOf(client: Etcd3, revision?: number): Promise<LiveKey[]> {
+  const keys: LiveKey[] = [];
+  let from = Buffer.from([0]);
+  let at = revision ?? 0;
+  for (;;) {
+    const res = await client.kv.range({ key: from, range_end: Buffer.from([0]), revision: at, limit: 1000 });
+    if (at === 0) at = Number(res.header.revision);
+    for (const kv of res.kvs) {
+      keys.push({
+        key: kv.key,
+        value: kv.value,
+        createRevision: kv.create_revision,
+        modRevision: kv.mod_revision,
+        version: kv.version,
+        lease: String(kv.lease ?? '0'),
+      });
+    }
+    if (!res.more || res.kvs.length === 0) return keys;
+    from = Buffer.concat([res.kvs[res.kvs.length - 1].key, Buffer.from([0])]);
   }
 }
 

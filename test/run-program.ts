@@ -45,6 +45,17 @@ export function runProgram(
   });
 }
 
+/** A built program run with `--output json` that must exit 0: its JSON result (else an error with its stderr). */
+export async function programJson<T = Record<string, unknown>>(
+  program: keyof typeof bins | string,
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<T> {
+  const r = await runProgram(program, [...args, '--output', 'json'], env);
+  if (r.code !== 0) throw new Error(`${program} exited ${r.code}: ${r.stderr}`);
+  return JSON.parse(r.stdout) as T;
+}
+
 /** Starts a built program without waiting for it, for tests that stop it midway (SIGTERM, SIGKILL). */
 export function startProgram(
   program: keyof typeof bins | string,

@@ -1,8 +1,7 @@
 // One etcd version: two writers on one store, told apart by the store, not by etcd.
-import { writeFile } from 'node:fs/promises';
 import { startCluster } from '@etcd-steward/testing';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { startS3Server } from './servers/s3-server.js';
+import { startS3Server, writeS3Credentials } from './servers/s3-server.js';
 import { firstDelta, metric, type SidecarProcess, startSidecar, startWriter, waitFor } from './sidecar-helpers.js';
 import { tempDir } from './temp-dir.js';
 
@@ -62,14 +61,7 @@ describe('a second sidecar writing to the same store', () => {
     const server = await startS3Server({ buckets: ['backups'] });
     onTestFinished(() => server.stop());
     const credentials = at('credentials.json');
-    await writeFile(
-      credentials,
-      JSON.stringify({
-        accessKeyID: server.accessKeyId,
-        secretAccessKey: server.secretAccessKey,
-        region: server.region,
-      }),
-    );
+    await writeS3Credentials(credentials, server);
     await twoWriters('s3', `s3://backups/etcd?endpoint=${encodeURIComponent(server.endpoint)}`, {
       ...process.env,
       AWS_APPLICATION_CREDENTIALS_JSON: credentials,

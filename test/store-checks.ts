@@ -20,6 +20,7 @@ import {
   eventsDigest,
   type HistoryOracle,
   type KeyState,
+  keyspaceOf,
   readKeyspace,
   statesOf,
   type Timeline,
@@ -428,23 +429,7 @@ export class StoreChecker {
     const [read] = await readRestored(
       [{ name: 'r0', dataDir: restored.dataDir, peerPort: restored.peerPort }],
       { initialCluster: `r0=http://127.0.0.1:${restored.peerPort}`, clusterToken: 'check' },
-      async (client) => {
-        const keys = [];
-        for (let from = Buffer.from([0]); ; ) {
-          const res = await client.kv.range({ key: from, range_end: Buffer.from([0]), revision: r, limit: 1000 });
-          keys.push(...res.kvs);
-          if (!res.more || res.kvs.length === 0) break;
-          from = Buffer.concat([res.kvs[res.kvs.length - 1].key, Buffer.from([0])]);
-        }
-        return keys.map((kv) => ({
-          key: kv.key,
-          value: kv.value,
-          createRevision: kv.create_revision,
-          modRevision: kv.mod_revision,
-          version: kv.version,
-          lease: String(kv.lease ?? '0'),
-        }));
-      },
+      (client) => keyspaceOf(client, r || undefined),
     );
     const findings: Finding[] = [];
     const restoredState = statesOf(read);

@@ -7,7 +7,7 @@
  * (test/servers/s3-versions.ts). The attack drill with the sidecar is attack-drill.test.ts.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DeleteObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
@@ -22,7 +22,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { restoreArgs } from './restore-program.js';
 import { runProgram } from './run-program.js';
-import { type S3TestServer, startS3Server } from './servers/s3-server.js';
+import { type S3TestServer, startS3Server, writeS3Credentials } from './servers/s3-server.js';
 
 describe('a versioned S3 store whose snapshots were hidden or replaced', () => {
   let cluster: TestCluster;
@@ -44,14 +44,7 @@ describe('a versioned S3 store whose snapshots were hidden or replaced', () => {
     server.configureBucket('locked', { objectLock: { mode: 'COMPLIANCE', days: 1 } });
     server.configureBucket('versioned', { versioning: 'Enabled' });
     const credentials = join(dir, 'credentials.json');
-    await writeFile(
-      credentials,
-      JSON.stringify({
-        accessKeyID: server.accessKeyId,
-        secretAccessKey: server.secretAccessKey,
-        region: server.region,
-      }),
-    );
+    await writeS3Credentials(credentials, server);
     env = { AWS_APPLICATION_CREDENTIALS_JSON: credentials, AWS_EC2_METADATA_DISABLED: 'true' };
     // stolen credentials: the same the backups are written with
     attacker = new S3Client({
