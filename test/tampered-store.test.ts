@@ -203,6 +203,26 @@ describe('a versioned S3 store whose snapshots were hidden or replaced', () => {
       recovered: [],
       restorable: { revision: chain.lastRevision },
     });
+
+    // and an export: the tar file holds the stored bytes, and what it imports into restores on its own
+    const tar = join(dir, 'overwritten.tar');
+    const exported = await runProgram(
+      'etcd-copy-backups',
+      ['export', '--from', url, '--to', tar, '--output', 'json'],
+      env,
+    );
+    expect(exported.code, exported.stderr).toBe(0);
+    expect(JSON.parse(exported.stdout).recovered.map((r: { name: string }) => r.name)).toEqual([full.name, delta.name]);
+    expect(exported.stderr).toMatch(/recovered a snapshot hidden or replaced since it was stored/);
+    const imported = `file://${join(dir, 'imported-from-overwritten')}`;
+    const imports = await runProgram('etcd-copy-backups', ['import', '--from', tar, '--to', imported]);
+    expect(imports.code, imports.stderr).toBe(0);
+    const importedVerify = await runProgram('etcd-copy-backups', ['verify', '--store', imported, '--output', 'json']);
+    expect(importedVerify.code, importedVerify.stderr).toBe(0);
+    expect(JSON.parse(importedVerify.stdout)).toMatchObject({
+      damaged: [],
+      restorable: { revision: chain.lastRevision },
+    });
   });
 
   it('passes over an older version that is damaged too, for the next older one', async () => {

@@ -1,3 +1,4 @@
+import type { RecoveredObject } from '../backup/stored-versions.js';
 import { formatBytes } from '../common/format-bytes.js';
 import type { CopySummary, DamagedObject } from './copy-backups.js';
 import type { StoreVerifyReport } from './store-verify.js';
@@ -8,6 +9,9 @@ import type { ImportSummary } from './tar-import.js';
 const cost = (r: { bytes: number; durationMs: number; bytesPerSecond: number }) =>
   `${formatBytes(r.bytes)} in ${(r.durationMs / 1000).toFixed(1)} s (${formatBytes(r.bytesPerSecond)}/s)`;
 
+const recoveredLines = (recovered: readonly RecoveredObject[] = []) =>
+  recovered.map((r) => `  RECOVERED ${r.name} from its version ${r.versionId}: ${r.why}`);
+
 const damagedLines = (damaged: DamagedObject[], what: string) =>
   damaged.map((d) => `  DAMAGED, not ${what}: ${d.name}: ${d.problem}`);
 
@@ -16,7 +20,7 @@ export function formatCopySummary(s: CopySummary): string {
     `copied ${s.copied} of ${s.selected} snapshot(s) from ${s.from} to ${s.to}: ${cost(s)}`,
     `  ${s.skipped} already there${s.vanished ? `, ${s.vanished} gone from the source meanwhile` : ''}${s.ways.kernel ? `, ${s.ways.kernel} copied by the kernel` : ''}`,
     ...(s.finalSnapshot ? [`  final full snapshot: ${s.finalSnapshot}`] : []),
-    ...(s.recovered ?? []).map((r) => `  RECOVERED ${r.name} from its version ${r.versionId}: ${r.why}`),
+    ...recoveredLines(s.recovered),
     ...damagedLines(s.damaged, 'copied'),
   ]);
 }
@@ -34,6 +38,7 @@ export function formatExportSummary(s: ExportSummary): string {
   return lines([
     `exported ${s.objects} snapshot(s) up to revision ${s.lastRevision} from ${s.from} to ${s.to}: ${cost(s)}`,
     ...storedBytesLines(s.storedBytesOnly),
+    ...recoveredLines(s.recovered),
   ]);
 }
 
@@ -61,7 +66,7 @@ export function formatVerifyReport(r: StoreVerifyReport): string {
           `  ${r.recovered.length} snapshot(s) hidden or replaced since they were stored, read from older versions: see docs/operator.md, "The backups were tampered with"`,
         ]
       : []),
-    ...r.recovered.map((o) => `  RECOVERED ${o.name} from its version ${o.versionId}: ${o.why}`),
+    ...recoveredLines(r.recovered),
     ...r.damaged.map((d) => `  DAMAGED ${d.name}: ${d.problem}`),
     ...(r.protection ? [`  protection: ${r.protection.summary}`] : []),
     ...r.fallbackGaps.map(

@@ -2,10 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { Transform, type Writable } from 'node:stream';
+import { Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { type CatalogEntry, listSnapshots } from '../backup/snapshot-catalog.js';
-import { OperationError } from '../common/errors.js';
+import { type CatalogEntry, catalogStore } from '../backup/snapshot-catalog.js';
+import { type RecoveredObject, readThroughVersions, versionOf } from '../backup/stored-versions.js';
+import { IntegrityError, OperationError } from '../common/errors.js';
 import { fsyncPath } from '../common/fsync-path.js';
 import { type Logger, silentLogger } from '../common/logger.js';
 import { readKeyFile } from '../format/encryption/encryption-keys.js';
@@ -35,6 +36,20 @@ export interface ExportOptions extends BackupFilters {
   signal?: AbortSignal;
 }
 
+interface ExportedObject {
+  entry: CatalogEntry;
+  metadata: Record<string, string>;
+  encryption?: ManifestEncryption;
+}
+
+/** Where a check reads an object to its end for its verdict alone. */
+const discard = () =>
+  new Writable({
+    write(_chunk, _enc, done) {
+      done();
+    },
+  });
+
 export interface ExportSummary {
   from: string;
   to: string;
@@ -45,6 +60,8 @@ export interface ExportSummary {
   lastRevision: number;
   /** Encrypted snapshots checked as stored bytes only, for want of a key (tar-object-check.ts). */
   storedBytesOnly: string[];
+  /** Snapshots hidden or replaced since they were stored, exported from an older version (stored-versions.ts). */
+  recovered: RecoveredObject[];
   durationMs: number;
   bytesPerSecond: number;
 }
@@ -65,23 +82,51 @@ export async function exportBackups(options: ExportOptions): Promise<ExportSumma
   const from = await openStore(options.from);
   const stored = from.unwrap(); // the bytes as stored, encrypted or not
   try {
-    const selection = selectBackups(
-      await listSnapshots(from),
-      filtering(options) ? options : { newestChainOnly: true },
-    ).sort(compareSnapshots);
+    // the source with its versions, as a restore reads it: what was hidden or replaced there is exported as stored
+    const listed = await catalogStore(from, { versions: true });
+    if (listed.versionsUnreadable) logger.warn(`${from.location}: ${listed.versionsUnreadable}`);
+    const selection = selectBackups(listed.snapshots, filtering(options) ? options : { newestChainOnly: true }).sort(
+      compareSnapshots,
+    );
     if (selection.length === 0) throw new OperationError(`${from.location} holds no snapshots to export`);
-    const objects: Array<{ entry: CatalogEntry; metadata: Record<string, string>; encryption?: ManifestEncryption }> =
-      [];
-    for (const entry of selection) {
-      const label = `${from.location}/${entry.name}`;
-      const encryption = await readEnvelope(await stored.get(entry.name), entry, label, options.signal);
-      if (encryption && keys) checkEnvelopeHeader(Buffer.from(encryption.header, 'base64'), label, keys);
-      objects.push({ entry, metadata: await objectMetadata(from, entry), encryption });
+    const objects: ExportedObject[] = [];
+    const recovered: RecoveredObject[] = [];
+    for (const listedEntry of selection) {
+      const object = await readThroughVersions(
+        listedEntry,
+        async (entry) => {
+          const label = `${from.location}/${entry.name}`;
+          const encryption = await readEnvelope(
+            await stored.get(entry.name, versionOf(entry)),
+            entry,
+            label,
+            options.signal,
+          );
+          if (encryption && keys) checkEnvelopeHeader(Buffer.from(encryption.header, 'base64'), label, keys);
+          const read: ExportedObject = { entry, metadata: await objectMetadata(from, entry), encryption };
+          // A name with older versions is checked whole here, while another one can still be chosen: in the tar, a
+          // failed check can only fail the export.
+          if (entry.versions?.older.length) {
+            const check = tarObjectCheck(buildManifest(from.location, [read]).objects[0], label, keys);
+            await pipeline(await stored.get(entry.name, versionOf(entry)), new VerifiedBody(check), discard(), {
+              signal: options.signal,
+            });
+          }
+          return read;
+        },
+        (err) => err instanceof IntegrityError,
+        (r) => {
+          recovered.push(r);
+          logger.warn('recovered a snapshot hidden or replaced since it was stored', { ...r });
+        },
+      );
+      objects.push(object);
     }
+    const exported = objects.map((o) => o.entry);
     const manifest = buildManifest(from.location, objects);
     const manifestBytes = Buffer.from(JSON.stringify(manifest, null, 1));
-    const bytes = selection.reduce((n, e) => n + e.size, 0);
-    const progress = new CopyProgress(logger, 'export', selection.length, bytes);
+    const bytes = exported.reduce((n, e) => n + e.size, 0);
+    const progress = new CopyProgress(logger, 'export', exported.length, bytes);
     const pack = (await loadTarStream()).pack();
     const write = async (output: Writable, end: boolean) => {
       const packing = pipeline(pack, output, { end, signal: options.signal });
@@ -96,7 +141,7 @@ export async function exportBackups(options: ExportOptions): Promise<ExportSumma
             },
           });
           await pipeline(
-            await stored.get(entry.name),
+            await stored.get(entry.name, versionOf(entry)),
             counter,
             new VerifiedBody(tarObjectCheck(manifest.objects[i], label, keys)),
             pack.entry({
@@ -132,10 +177,11 @@ export async function exportBackups(options: ExportOptions): Promise<ExportSumma
     return {
       from: from.location,
       to: options.to === '-' ? 'stdout' : options.to,
-      objects: selection.length,
+      objects: exported.length,
       bytes,
-      lastRevision: selection[selection.length - 1].lastRevision,
+      lastRevision: exported[exported.length - 1].lastRevision,
       storedBytesOnly: keys ? [] : objects.filter((o) => o.encryption).map((o) => o.entry.name),
+      recovered,
       durationMs: Date.now() - started,
       bytesPerSecond: Math.round(progress.rate()),
     };
