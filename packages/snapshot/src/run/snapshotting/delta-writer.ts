@@ -120,11 +120,9 @@ export class DeltaWriter {
   }
 
   /**
-   * Moves the head to what `reconcile` returns (it may adjust the spool meanwhile: nothing is written beside
-   * it), and watches again from right after it. `line`: the history line of a full snapshot just spooled at the new
-   * head, which the watch continues (one line: what proves its deltas proves it). Where the head stays where this
-   * writer's chain ends, the running watch goes on: what it read and has not flushed yet may be gone from etcd
-   * (compacted meanwhile), and reading it again could only lose it.
+   * Moves the head to what `reconcile` returns (it may adjust the spool meanwhile), and watches again from right
+   * after it; `line`: the history line of a full snapshot just spooled at the new head, which the watch continues.
+   * A head where this writer's chain ends keeps the running watch: etcd may have compacted what it read unflushed.
    */
   restart(reconcile: () => Promise<number>, line?: number): Promise<void> {
     return this.local.run(async () => {
