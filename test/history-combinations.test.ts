@@ -142,6 +142,42 @@ describe('one history through combinations of operations', () => {
     expect(chain.filter((n) => forks.includes(n))).toEqual([]);
   });
 
+  it("a spool etcd compacted before it could be compared is proven by etcd's state: every revision of its own history stays in a delta", async () => {
+    const dir = at('spool-compacted');
+    const store = await switchableStore(at, 'spool-compacted-store');
+    const up = await store.directory('up');
+    await store.point(up);
+    const { member: m, client } = await member(join(dir, 'etcd'));
+    // One delta a minute: what is written below goes into one spooled delta as the sidecar stops.
+    let sidecar = await sidecarOn(m, store.url, join(dir, 'sidecar'), ['--delta-snapshot-period', '60s']);
+    await waitFor('the start-up full snapshot', () => snapshotsReach(sidecar.url, 1));
+    const full = await etcdRevision(client);
+    const file = at('spool-compacted-down');
+    await writeFile(file, '');
+    await store.point(file);
+    await putMany(client, '/m/spooled', 40);
+    const head = await etcdRevision(client);
+    await stopSidecar(sidecar);
+    const spooled = await readdir(join(dir, 'sidecar', 'spool', 'deltas'));
+    expect(spooled.map((n) => Number(n.split('-')[2]))).toContain(head);
+
+    // While no sidecar runs, etcd makes the delta's last keys again and compacts past all of it: its last revision
+    // tells nothing any more, the keys written before it do.
+    for (let i = 20; i < 40; i++) await client.delete().key(`/m/spooled${i}`).exec();
+    await putMany(client, '/m/spooled', 40);
+    await compactHistory({ endpoints: [m.endpoint] }, await etcdRevision(client), { timeoutMs: 30_000 });
+    await store.point(up);
+    sidecar = await sidecarOn(m, store.url, join(dir, 'sidecar'));
+    const live = await keyspaceOnceStored(client, sidecar.url);
+    const log = await sidecar.log();
+    await stopSidecar(sidecar);
+    expect(log).not.toMatch(/spooled snapshots hold revisions etcd's history does not/);
+    expect((await storeObjects(up)).forks).toEqual([]);
+    const inSpool = await restoreAndFingerprint(store.url, dir, 'spooled', ['--to-revision', String(full + 30)]);
+    expect(inSpool.fingerprint.keys).toBe(30);
+    expect((await restoreAndFingerprint(store.url, dir, 'newest')).fingerprint).toEqual(live);
+  });
+
   it('a fork found with the store down at the start: nothing leaves the spool before the store history is checked', async () => {
     const dir = at('fork-store-down');
     const { storeUrl, directUrl, direct, gate } = await gatedS3Store(at, 'fork-store-down');
@@ -392,6 +428,50 @@ describe('one history through combinations of operations', () => {
       String(beforeBadWrites),
     ]);
     expect(atFork.fingerprint.keys).toBe(20);
+  });
+
+  it('a restore without --fork inside a delta etcd then compacted, above a delta that agrees: the revisions inside tell the fork', async () => {
+    const dir = at('untold-above-agreement');
+    const storeDir = join(dir, 'store');
+    const { member: m, client } = await member(join(dir, 'etcd'));
+    const sidecar = await sidecarOn(m, `file://${storeDir}`, join(dir, 'sidecar-1'), ['--delta-snapshot-period', '5s']);
+    await waitFor('the start-up full snapshot', () => snapshotsReach(sidecar.url, 1));
+    await putMany(client, '/early/', 5);
+    await keyspaceOnceStored(client, sidecar.url);
+    // Right after a delta was stored: the kept writes and the bad ones go into the next one, together.
+    await putMany(client, '/keep/', 20);
+    const beforeBadWrites = await etcdRevision(client);
+    await client.delete().prefix('/keep/').exec();
+    await putMany(client, '/bad/', 30);
+    await keyspaceOnceStored(client, sidecar.url);
+    await stopSidecar(sidecar);
+    await m.stop();
+    const straddling = (await listSnapshots(new LocalStore(storeDir))).filter(
+      (e) => e.startRevision <= beforeBadWrites && e.lastRevision > beforeBadWrites,
+    );
+    expect(straddling.map((e) => e.kind)).toEqual(['Incr']);
+
+    // The new history writes past the store's head and etcd compacts there: the straddling delta's last revision
+    // (a /bad/ key the new history never wrote) tells nothing, the delta below it agrees.
+    await restoreMember(m, `file://${storeDir}`, ['--to-revision', String(beforeBadWrites)]);
+    const again = await m.start();
+    await putMany(again, '/new/', 40);
+    await compactHistory({ endpoints: [m.endpoint] }, await etcdRevision(again), { timeoutMs: 30_000 });
+    const second = await sidecarOn(m, `file://${storeDir}`, join(dir, 'sidecar-2'));
+    await putMany(again, '/after/', 5);
+    const live = await keyspaceOnceStored(again, second.url);
+    await stopSidecar(second);
+    expect(await second.log()).toMatch(/etcd's history left the store's/);
+    const { chain, forks } = await storeObjects(storeDir);
+    expect(forks).toContain(straddling[0].name.split('/').pop());
+    expect((await restoreAndFingerprint(`file://${storeDir}`, dir, 'newest')).fingerprint).toEqual(live);
+    // The straddling delta's shared revisions stay in the chain: the store restores the fork's state.
+    expect(chain.some((n) => Number(n.split('-')[2]) === beforeBadWrites)).toBe(true);
+    const atFork = await restoreAndFingerprint(`file://${storeDir}`, dir, 'at-fork', [
+      '--to-revision',
+      String(beforeBadWrites),
+    ]);
+    expect(atFork.fingerprint.keys).toBe(25);
   });
 
   it('a refusal holds when etcd then compacts what proved it: the sidecar never goes on with a history it found to differ', async () => {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { errorMessage } from '../common/errors.js';
 import { ProtoCursor, writeMessage } from '../common/protobuf-wire.js';
 import type { EtcdConnection } from '../etcd/etcd-client.js';
@@ -48,18 +49,15 @@ export async function etcdHoldsEvents(
     const batch = events.slice(i, i + CONCURRENCY);
     const found = await Promise.all(batch.map((e) => rangeAt(connection, token, e.key, revision)));
     if (found.includes('compacted')) return 'compacted';
-    if (!batch.every((e, j) => sameState(e, found[j] as StoredKey | undefined))) return false;
+    if (!batch.every((e, j) => sameState(e, found[j] as KeyState | undefined))) return false;
   }
   return true;
 }
 
 /**
  * What etcd's current state says of `events` (a stored revision's, all of them) once etcd compacted past their
- * revision R, where neither a watch nor a range at R can read it any more. A key put at R and not written since
- * still carries mod revision R: its value, create revision, version and lease must be the event's; a key created at
- * R and alive ever since still carries create revision R. A key alive since before R tells a different history
- * where the event deleted it there, or put it with another create revision or a version it has not reached, and so
- * does a key whose newest write is older than R. 'unknown' when every key named was deleted or made again since.
+ * revision R, where neither a watch nor a range at R can read it any more (stateTells, key by key). 'unknown' when
+ * every key named was deleted or made again since.
  */
 export async function etcdStateAgrees(
   connection: EtcdConnection,
@@ -71,29 +69,57 @@ export async function etcdStateAgrees(
     const batch = events.slice(i, i + CONCURRENCY);
     const found = await Promise.all(batch.map((e) => rangeAt(connection, token, e.key, 0)));
     for (const [j, e] of batch.entries()) {
-      const kv = found[j] === 'compacted' ? undefined : found[j];
-      if (!kv || kv.createRevision > e.modRevision) continue; // gone, or made again since: it tells nothing
-      if (e.type === 'delete') return 'different';
-      if (kv.modRevision === e.modRevision) {
-        if (!sameState(e, kv)) return 'different';
-        verdict = 'same';
-      } else if (kv.modRevision < e.modRevision || kv.createRevision !== e.createRevision || kv.version < e.version) {
-        return 'different';
-      } else if (e.createRevision === e.modRevision) verdict = 'same'; // created there, and alive ever since
+      const told = stateTells(e, found[j] === 'compacted' ? undefined : found[j]);
+      if (told === 'different') return told;
+      if (told === 'same') verdict = told;
     }
   }
   return verdict;
 }
 
-interface StoredKey {
-  value: Buffer;
+/** The state etcd holds now of each of `keys` (undefined where absent), by their latin1 spelling. */
+export async function currentKeyStates(
+  connection: EtcdConnection,
+  token: string | undefined,
+  keys: readonly Buffer[],
+): Promise<Map<string, KeyState | undefined>> {
+  const states = new Map<string, KeyState | undefined>();
+  for (let i = 0; i < keys.length; i += CONCURRENCY) {
+    const batch = keys.slice(i, i + CONCURRENCY);
+    const found = await Promise.all(batch.map((key) => rangeAt(connection, token, key, 0)));
+    for (const [j, key] of batch.entries())
+      states.set(key.toString('latin1'), found[j] === 'compacted' ? undefined : found[j]);
+  }
+  return states;
+}
+
+/**
+ * What a key's state in etcd now (`kv`, at a revision at or past the event's) says of one stored event at revision R.
+ * A key put at R and not written since still carries mod revision R: its value, create revision, version and lease
+ * must be the event's; a key created at R and alive ever since still carries create revision R. A key alive since
+ * before R tells a different history where the event deleted it there, or put it with another create revision or
+ * a version it has not reached, and so does a key whose newest write is older than R. Undefined where the key is gone
+ * or made again since: it tells nothing.
+ */
+export function stateTells(event: DeltaEvent, kv: KeyState | undefined): 'same' | 'different' | undefined {
+  if (!kv || kv.createRevision > event.modRevision) return undefined;
+  if (event.type === 'delete') return 'different';
+  if (kv.modRevision === event.modRevision) return sameState(event, kv) ? 'same' : 'different';
+  if (kv.modRevision < event.modRevision || kv.createRevision !== event.createRevision || kv.version < event.version)
+    return 'different';
+  return event.createRevision === event.modRevision ? 'same' : undefined; // created there, and alive ever since
+}
+
+/** A key as etcd holds it; its value by digest, so that many can be held at once. */
+export interface KeyState {
+  valueDigest: string;
   createRevision: number;
   modRevision: number;
   version: number;
   lease: string;
 }
 
-function sameState(event: DeltaEvent, kv: StoredKey | undefined): boolean {
+function sameState(event: DeltaEvent, kv: KeyState | undefined): boolean {
   if (event.type === 'delete') return kv === undefined;
   return (
     kv !== undefined &&
@@ -101,7 +127,7 @@ function sameState(event: DeltaEvent, kv: StoredKey | undefined): boolean {
     kv.createRevision === event.createRevision &&
     kv.version === event.version &&
     kv.lease === event.lease &&
-    kv.value.equals(event.value)
+    kv.valueDigest === valueDigest(event.value)
   );
 }
 
@@ -114,7 +140,7 @@ async function rangeAt(
   token: string | undefined,
   key: Buffer,
   revision: number,
-): Promise<StoredKey | undefined | 'compacted'> {
+): Promise<KeyState | undefined | 'compacted'> {
   let response: Buffer;
   try {
     response = await grpcUnary(
@@ -134,9 +160,15 @@ async function rangeAt(
   // RangeResponse{2 kvs: KeyValue{1 key, 2 create_revision, 3 mod_revision, 4 version, 5 value, 6 lease}}
   for (const f = new ProtoCursor(response); f.next(); ) {
     if (f.field !== 2 || f.wire !== 2) continue;
-    const kv: StoredKey = { value: Buffer.alloc(0), createRevision: 0, modRevision: 0, version: 0, lease: '0' };
+    const kv: KeyState = {
+      valueDigest: valueDigest(Buffer.alloc(0)),
+      createRevision: 0,
+      modRevision: 0,
+      version: 0,
+      lease: '0',
+    };
     for (const field = f.embedded(); field.next(); ) {
-      if (field.wire === 2 && field.field === 5) kv.value = field.bytes();
+      if (field.wire === 2 && field.field === 5) kv.valueDigest = valueDigest(field.bytes());
       else if (field.wire === 0 && field.field === 2) kv.createRevision = field.value;
       else if (field.wire === 0 && field.field === 3) kv.modRevision = field.value;
       else if (field.wire === 0 && field.field === 4) kv.version = field.value;
@@ -145,4 +177,8 @@ async function rangeAt(
     return kv;
   }
   return undefined;
+}
+
+function valueDigest(value: Buffer): string {
+  return createHash('sha256').update(value).digest('base64');
 }

@@ -7,7 +7,14 @@ import { etcdAuthToken } from '../etcd/etcd-grpc.js';
 import { WatchCompactedError, watchRevisions } from '../etcd/etcd-watch.js';
 import type { DeltaEvent } from '../format/delta-format.js';
 import type { SnapStore } from '../store/snapstore.js';
-import { type Compaction, compactionAt, etcdHoldsEvents, etcdStateAgrees } from './compacted-revision.js';
+import {
+  type Compaction,
+  compactionAt,
+  currentKeyStates,
+  etcdHoldsEvents,
+  etcdStateAgrees,
+  stateTells,
+} from './compacted-revision.js';
 import { fetchDelta, readDeltaEvents } from './fetch-delta.js';
 import type { CatalogEntry } from './snapshot-catalog.js';
 
@@ -278,6 +285,58 @@ export async function deltaAgreesThrough(
     // Left where a comparison stopped: the delta file and the watch are closed here.
     await live?.return(undefined);
     await stored?.return(undefined);
+    await rm(file, { force: true });
+  }
+}
+
+/** Keys of one delta whose state in etcd is read to tell its history (memory stays bounded by it). */
+const MAX_STATE_KEYS = 10_000;
+
+/** What etcd's state now tells of a delta's revisions: the first that differs, the last before it proven shared. */
+export interface StateEvidence {
+  differentAt?: number;
+  sameThrough?: number;
+}
+
+/**
+ * What etcd's present state tells of every revision in a delta whose revisions etcd compacted (stateTells), where
+ * its last revision alone told nothing: each event compared with its key's state now, in revision order, up to the
+ * first that differs. A delta's first MAX_STATE_KEYS distinct keys are read: evidence, not proof, past them.
+ */
+export async function deltaStateEvidence(
+  store: SnapStore,
+  delta: CatalogEntry,
+  connection: EtcdConnection,
+  scratchDir: string,
+  options: { signal?: AbortSignal } = {},
+): Promise<StateEvidence> {
+  const file = join(scratchDir, `state-${process.pid}-${Date.now()}.delta`);
+  const source = `${store.location}/${delta.name}`;
+  try {
+    await fetchDelta(store, delta, file, options);
+    const keys = new Map<string, Buffer>();
+    for await (const e of readDeltaEvents(file, delta, source)) {
+      if (keys.size >= MAX_STATE_KEYS) break;
+      keys.set(e.key.toString('latin1'), e.key);
+    }
+    const states = await etcdAuthToken(connection)
+      .then((token) => currentKeyStates(connection, token, [...keys.values()]))
+      .catch((err) => {
+        throw unreadable(delta.lastRevision, errorMessage(err));
+      });
+    // The newest revision proven shared, and the one proven before it (a revision may be told both ways).
+    let same: number | undefined;
+    let sameBefore: number | undefined;
+    for await (const e of readDeltaEvents(file, delta, source)) {
+      const key = e.key.toString('latin1');
+      if (!states.has(key)) continue;
+      const told = stateTells(e, states.get(key));
+      if (told === 'different')
+        return { differentAt: e.modRevision, sameThrough: same === e.modRevision ? sameBefore : same };
+      if (told === 'same' && same !== e.modRevision) [sameBefore, same] = [same, e.modRevision];
+    }
+    return { sameThrough: same };
+  } finally {
     await rm(file, { force: true });
   }
 }

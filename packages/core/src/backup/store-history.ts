@@ -3,7 +3,7 @@ import { OperationError } from '../common/errors.js';
 import type { EtcdConnection } from '../etcd/etcd-client.js';
 import { memberStatus } from '../etcd/etcd-status.js';
 import type { SnapStore } from '../store/snapstore.js';
-import { compareStoredRevision, deltaAgreesThrough } from './revision-digest.js';
+import { compareStoredRevision, deltaAgreesThrough, deltaStateEvidence } from './revision-digest.js';
 import type { CatalogEntry } from './snapshot-catalog.js';
 
 /**
@@ -75,8 +75,9 @@ export async function compareWithEtcd(
  * one. Where the oldest snapshot that differs is a delta, the fork may lie inside it: its events are compared
  * with etcd's revision by revision. Snapshots that record nothing to compare (ebr's full snapshots, and etcd's
  * empty revision 1, which every history shares) are passed over, and so are those etcd compacted past where its
- * state tells nothing of them (up to MAX_UNTOLD in a row): the walk goes on to one that can be told. Nothing told at
- * all is `unknown`; once one differs, everything after the newest proven the same is abandoned, and a difference
+ * state tells nothing of them (up to MAX_UNTOLD in a row): the walk goes on to one that can be told, and the deltas
+ * passed over below any that differs are then compared with etcd's present state revision by revision
+ * (deltaStateEvidence), for an agreement proves nothing above it. Nothing told at all is `unknown`; once one differs, everything after the newest proven the same is abandoned, and a difference
  * proven with no agreement found is another history (`foreign`, refused), never `unknown`.
  */
 export async function checkStoreHistory(options: HistoryCheckOptions): Promise<HistoryVerdict> {
@@ -98,10 +99,11 @@ export async function checkStoreHistory(options: HistoryCheckOptions): Promise<H
   let agreed: number | undefined;
   /** Snapshots passed over that could not be compared, since the last one that could. */
   let untold = 0;
+  /** Deltas passed over that could not be compared at their last revision, newest first. */
+  const passedOver: CatalogEntry[] = [];
   for (const entry of entries.toReversed()) {
     const match = await compare(entry);
     if (match === 'same') {
-      if (!oldestDifferent) return { kind: 'continues', checkedRevision: entry.lastRevision };
       agreed = entry.lastRevision;
       break;
     }
@@ -111,10 +113,27 @@ export async function checkStoreHistory(options: HistoryCheckOptions): Promise<H
       untold = 0;
       // Those that cannot be compared belong to no history yet: the walk goes on to one that can (a delta's
       // revision still tells by etcd's state past its compaction), whether or not one differed before.
-    } else if (match === 'compacted' && ++untold > MAX_UNTOLD) break;
+    } else if (match === 'compacted') {
+      if (entry.kind === 'Incr') passedOver.push(entry);
+      if (++untold > MAX_UNTOLD) break;
+    }
   }
-  if (!oldestDifferent)
+  // The snapshot that agrees proves the older ones, not the deltas above it that could not be told at their last
+  // revision: their revisions are compared with etcd's present state, oldest first, up to one that differs.
+  for (const delta of passedOver.toReversed()) {
+    if (oldestDifferent && delta.lastRevision > oldestDifferent.lastRevision) break;
+    const told = await deltaStateEvidence(store, delta, connection, scratchDir, { signal });
+    if (told.sameThrough !== undefined) agreed = Math.max(agreed ?? 0, told.sameThrough);
+    if (told.differentAt !== undefined) {
+      oldestDifferent = delta;
+      different.push(delta.name);
+      break;
+    }
+  }
+  if (!oldestDifferent) {
+    if (agreed !== undefined) return { kind: 'continues', checkedRevision: agreed };
     return { kind: 'unknown', reason: 'no snapshot of the store records a revision etcd still holds' };
+  }
   if (oldestDifferent.kind === 'Incr' && oldestDifferent.startRevision <= etcdRevision) {
     const within = await deltaAgreesThrough(store, oldestDifferent, connection, etcdRevision, scratchDir, { signal });
     // Its first revision differing proves the fork no later than that, not at it: only with the snapshot right

@@ -1,6 +1,7 @@
 import {
   type CatalogEntry,
   compareWithEtcd,
+  deltaStateEvidence,
   etcdRevisionAtLeast,
   forkFolder,
   type RevisionMatch,
@@ -28,8 +29,9 @@ export interface SpoolProofOptions {
  * or to an earlier one), and then goes on with another history from there. Each history line (SpooledDelta.line) is
  * compared with etcd at its newest snapshot's last revision: agreeing there proves the whole line, as a line holds
  * one history. Where it does not agree, its snapshots are compared from the oldest on, and the first that does not
- * agree and every later one of the line are not etcd's. A snapshot that cannot be compared (etcd compacted its
- * revision, or it records nothing to compare) is not proven either: it never goes into the chain.
+ * agree and every later one of the line are not etcd's. Where etcd compacted the revision to compare, the events
+ * inside are compared with etcd's present state (provenByState); a snapshot that cannot be proven so either (it
+ * records nothing to compare) never goes into the chain.
  */
 export async function unprovenSpool(options: SpoolProofOptions): Promise<SpooledDelta[]> {
   const lines = new Map<string, SpooledDelta[]>();
@@ -46,15 +48,45 @@ export async function unprovenSpool(options: SpoolProofOptions): Promise<Spooled
     compareWithEtcd(view, catalogEntry(entry), options.connection, etcdRevision, options.scratchDir, options.signal);
   const unproven: SpooledDelta[] = [];
   for (const line of lines.values()) {
-    if ((await compare(line[line.length - 1])) !== 'same') {
-      let first = 0;
-      while (first < line.length - 1 && (await compare(line[first])) === 'same') first++;
+    const atNewest = await compare(line[line.length - 1]);
+    const match = (i: number) => (i === line.length - 1 ? atNewest : compare(line[i]));
+    // Agreeing at its newest snapshot proves the whole line.
+    let first = atNewest === 'same' ? line.length : 0;
+    let told: RevisionMatch = atNewest;
+    for (; first < line.length; first++) {
+      told = await match(first);
+      if (told !== 'same') break;
+    }
+    if (told === 'compacted') first = await provenByState(view, line, first, options);
+    if (first < line.length) {
       unproven.push(...line.slice(first));
       continue;
     }
     if (line[0].line !== null) options.proven.add(line[0].line);
   }
   return unproven.sort((a, b) => a.id - b.id);
+}
+
+/**
+ * Where etcd compacted a line's revisions before they could be compared: its deltas from `first` on are compared
+ * with etcd's present state event by event (deltaStateEvidence). Those up to the last one holding a revision so
+ * proven shared are etcd's, as long as none differs; returns the index of the first that is not proven.
+ */
+async function provenByState(
+  view: SnapStore,
+  line: readonly SpooledDelta[],
+  first: number,
+  options: SpoolProofOptions,
+): Promise<number> {
+  let proven = first;
+  for (let i = first; i < line.length; i++) {
+    const entry = catalogEntry(line[i]);
+    if (entry.kind !== 'Incr') break;
+    const told = await deltaStateEvidence(view, entry, options.connection, options.scratchDir, options);
+    if (told.differentAt !== undefined) break;
+    if (told.sameThrough !== undefined) proven = i + 1;
+  }
+  return proven;
 }
 
 /**
