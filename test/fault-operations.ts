@@ -200,7 +200,7 @@ export async function restoreCluster(ctx: RunContext, f: RestoreFault) {
   await ctx.sidecars.startAll();
   await Promise.all([programs, ended]);
   if (!f.fork && revision !== undefined && revision < head) {
-    await setAsideBySidecar(ctx, revision, entries, f.compactAfterMs !== undefined);
+    await setAsideBySidecar(ctx, revision, entries, f.compactAfterMs !== undefined, f.programs === true);
   }
 }
 
@@ -209,7 +209,13 @@ export async function restoreCluster(ctx: RunContext, f: RestoreFault) {
  * (docs/concepts.md, The store's history): the run waits for that (up to 60 s) before it goes on, so that what it
  * does next (another restore, say) meets the store the sidecar is meant to leave.
  */
-async function setAsideBySidecar(ctx: RunContext, revision: number, before: CatalogEntry[], compacted: boolean) {
+async function setAsideBySidecar(
+  ctx: RunContext,
+  revision: number,
+  before: CatalogEntry[],
+  compacted: boolean,
+  programsRan = false,
+) {
   const abandoned = new Set(before.filter((e) => e.lastRevision > revision).map((e) => e.name));
   if (abandoned.size === 0) return;
   const left = async () => (await ctx.checker.listing()).filter((e) => abandoned.has(e.name)).map((e) => e.name);
@@ -219,18 +225,24 @@ async function setAsideBySidecar(ctx: RunContext, revision: number, before: Cata
     }
     return false;
   };
+  // etcd-gc, run while the sidecars started, deleted every snapshot holding a revision both histories share.
+  const sharedGone = async () =>
+    programsRan &&
+    !(await ctx.checker.listing()).some((e) => (e.kind === 'Incr' ? e.startRevision : e.lastRevision) <= revision);
+  const unprovable = async () => (compacted || (await sharedGone())) && (await refused());
   const deadline = Date.now() + 60_000;
   let still = await left();
-  while (still.length > 0 && Date.now() < deadline && !(compacted && (await refused()))) {
+  while (still.length > 0 && Date.now() < deadline && !(await unprovable())) {
     await sleep(500);
     still = await left();
   }
-  if (still.length > 0 && compacted && (await refused())) {
-    // etcd compacted every revision where the histories could be proven to agree before any sidecar started: the
-    // sidecar refuses the store rather than guess where they forked (docs/concepts.md, The store's history). The
-    // operator's remedy: move the snapshots past the restored revision to forks/, as etcd-restore --fork would have.
+  if (still.length > 0 && (await unprovable())) {
+    // etcd compacted every revision where the histories could be proven to agree before any sidecar started, or gc
+    // deleted every snapshot that held one: the sidecar refuses the store rather than guess where they forked
+    // (docs/concepts.md, The store's history). The operator's remedy: move the snapshots past the restored revision
+    // to forks/, as etcd-restore --fork would have.
     ctx.log(
-      `  the sidecars refuse the store (nothing provably shared); moving the ${still.length} snapshot(s) past ${revision} to forks/ by hand`,
+      `  the sidecars refuse the store (nothing provably shared${compacted ? '' : ': gc deleted what the histories share'}); moving the ${still.length} snapshot(s) past ${revision} to forks/ by hand`,
     );
     const store = await openStore(ctx.store.directUrl, { env: ctx.store.env });
     try {

@@ -179,7 +179,7 @@ export class ForeignHistoryError extends OperationError {
 
   constructor(location: string, verdict: { etcdRevision: number; storeRevision: number; different?: string[] }) {
     super(
-      `${location} holds another history than etcd's (etcd at revision ${verdict.etcdRevision} holds none of the revisions the store's snapshots end with, up to ${verdict.storeRevision}): another cluster's store, or one from before this cluster was created. Nothing is written to it. Point --store at a prefix of this cluster's own, or move the old snapshots out of it (etcd-copy-backups to another store, then delete them); if this cluster was restored from this store to an earlier revision without --fork and etcd has compacted since, move the snapshots past that revision to forks/<revision>-<seconds>/ (etcd-restore --fork --dry-run lists them)`,
+      `${location} holds another history than etcd's (etcd at revision ${verdict.etcdRevision} holds none of the revisions the store's snapshots end with, up to ${verdict.storeRevision}): another cluster's store, or one from before this cluster was created. Nothing is written to it. Point --store at a prefix of this cluster's own, or move the old snapshots out of it (etcd-copy-backups to another store, then delete them); if this cluster was restored from this store to an earlier revision without --fork and etcd has compacted since (or etcd-gc deleted the snapshots up to that revision), move the snapshots past that revision to forks/<revision>-<seconds>/ (etcd-restore --fork --dry-run lists them)`,
     );
     this.different = verdict.different ?? [];
   }
