@@ -8,6 +8,7 @@ import {
   FingerprintHash,
   KEY_DIGEST_BYTES,
   type KeyspaceFingerprint,
+  keyspacePages,
   type WatchBatch,
   WatchCompactedError,
   watchRevisions,
@@ -243,12 +244,8 @@ export async function readKeyspace(endpoints: string[], revision?: number): Prom
 /** readKeyspace through a client of the caller's (one to an etcd started on restored data, say). */
 export async function keyspaceOf(client: Etcd3, revision?: number): Promise<LiveKey[]> {
   const keys: LiveKey[] = [];
-  let from = Buffer.from([0]);
-  let at = revision ?? 0;
-  for (;;) {
-    const res = await client.kv.range({ key: from, range_end: Buffer.from([0]), revision: at, limit: 1000 });
-    if (at === 0) at = Number(res.header.revision);
-    for (const kv of res.kvs) {
+  for await (const page of keyspacePages(client, revision)) {
+    for (const kv of page.kvs) {
       keys.push({
         key: kv.key,
         value: kv.value,
@@ -258,9 +255,8 @@ export async function keyspaceOf(client: Etcd3, revision?: number): Promise<Live
         lease: String(kv.lease ?? '0'),
       });
     }
-    if (!res.more || res.kvs.length === 0) return keys;
-    from = Buffer.concat([res.kvs[res.kvs.length - 1].key, Buffer.from([0])]);
   }
+  return keys;
 }
 
 /** The digest and lease of each key, as Timeline.state gives them, for keys read from an etcd. */

@@ -1,9 +1,16 @@
 /**
  * A small GCS JSON-API server, faithful enough for the real `@google-cloud/storage` client: buckets, simple
  * (media and multipart) and resumable uploads (one streamed request or many chunks, status queries, cancel),
- * downloads with ranges and `x-goog-hash`, object metadata, listings with prefix/delimiter/pageToken, delete
- * (refused with GCS's 403 `retentionPolicyNotMet` for an object a test put under retention).
+ * downloads with ranges and `x-goog-hash`, object metadata, listings with prefix/delimiter/maxResults/pageToken,
+ * delete (refused with GCS's 403 `retentionPolicyNotMet`, for every generation of a name a test put under retention).
  * No emulator installs here (firebase's needs Java and a download), hence this one.
+ *
+ * Object versioning, so that tests play an attacker on a versioned bucket (`configureBucket(b, { versioning: true })`):
+ * an upload over a live object or a DELETE without `generation` leaves the live generation noncurrent (stored, with
+ * `timeDeleted`); `generation=N` reads (metadata and media) or permanently deletes that one generation, live or
+ * noncurrent; a listing with `versions=true` shows noncurrent generations too, by name, then oldest generation
+ * first. Without `generation` only the live generation is served. An unversioned bucket deletes the live generation
+ * on overwrite or delete; noncurrent ones it kept while versioned stay, as in GCS.
  *
  * Object bodies live in files, so a 1 GB benchmark upload costs disk, not memory. Paths are accepted with
  * and without the `/storage/v1` prefix: with STORAGE_EMULATOR_HOST the client leaves it out.
@@ -47,7 +54,12 @@ interface StoredObject {
   contentType: string;
   metadata: Record<string, string>;
   updated: Date;
+  /** When it became noncurrent; unset while it is the live generation. */
+  timeDeleted?: Date;
 }
+
+/** Where a listing page ended: after one generation of a name, or after every name under a common prefix. */
+type Cursor = { name: string; generation: number } | { prefix: string };
 
 interface Session {
   id: string;
@@ -77,7 +89,8 @@ class HttpError extends Error {
 export async function startGcsServer(): Promise<GcsTestServer> {
   const dir = await mkdtemp(join(tmpdir(), 'gcs-server-'));
   const buckets = new Set<string>();
-  const objects = new Map<string, StoredObject>(); // `${bucket}/${name}`
+  // `${bucket}/${name}` → its generations, oldest first; only the newest can be live (it has no timeDeleted).
+  const generations = new Map<string, StoredObject[]>();
   const sessions = new Map<string, Session>();
   const retention = new Map<string, Date>(); // `${bucket}/${name}`
   const bucketConfigs = new Map<string, GcsBucketConfig>();
@@ -125,7 +138,12 @@ export async function startGcsServer(): Promise<GcsTestServer> {
       throw new HttpError(405, `${method} on an object listing is not supported here`);
     }
     const name = decodeURIComponent(bucketMatch[3]);
-    const object = objects.get(`${bucket}/${name}`);
+    const wanted = url.searchParams.get('generation');
+    if (wanted !== null && !/^\d+$/.test(wanted)) throw new HttpError(400, `Invalid argument: generation ${wanted}`);
+    const object =
+      wanted === null
+        ? live(`${bucket}/${name}`)
+        : generations.get(`${bucket}/${name}`)?.find((o) => o.generation === Number(wanted));
     if (!object) throw new HttpError(404, `No such object: ${bucket}/${name}`, 'notFound');
     const retainedUntil = retention.get(`${bucket}/${name}`);
     if (method === 'DELETE' && retainedUntil && retainedUntil.getTime() > Date.now()) {
@@ -136,8 +154,7 @@ export async function startGcsServer(): Promise<GcsTestServer> {
       );
     }
     if (method === 'DELETE') {
-      objects.delete(`${bucket}/${name}`);
-      await rm(object.file, { force: true });
+      await (wanted === null ? retire(object) : remove(object));
       res.writeHead(204).end();
       return;
     }
@@ -150,37 +167,38 @@ export async function startGcsServer(): Promise<GcsTestServer> {
     const prefix = query.get('prefix') ?? '';
     const delimiter = query.get('delimiter') ?? '';
     const maxResults = Math.min(Number(query.get('maxResults') ?? 1000) || 1000, 1000);
-    const after = query.get('pageToken') ? Buffer.from(query.get('pageToken')!, 'base64url').toString() : '';
-    const names = [...objects.values()]
-      .filter((o) => o.bucket === bucket && o.name.startsWith(prefix))
-      .map((o) => o.name)
-      .sort();
+    const versions = query.get('versions') === 'true';
+    const token = query.get('pageToken');
+    const after = token ? (JSON.parse(Buffer.from(token, 'base64url').toString()) as Cursor) : undefined;
+    const entries = [...generations.values()]
+      .flat()
+      .filter((o) => o.bucket === bucket && o.name.startsWith(prefix) && (versions || !o.timeDeleted))
+      .filter((o) => !after || comesAfter(o, after))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.generation - b.generation));
     const items: StoredObject[] = [];
     const prefixes = new Set<string>();
-    let last = '';
+    let last: Cursor | undefined;
     let truncated = false;
-    for (const name of names) {
-      if (name <= after) continue;
+    for (const object of entries) {
       if (items.length + prefixes.size >= maxResults) {
         truncated = true;
         break;
       }
-      const rest = name.slice(prefix.length);
+      const rest = object.name.slice(prefix.length);
       const cut = delimiter ? rest.indexOf(delimiter) : -1;
       if (cut >= 0) {
-        const common = prefix + rest.slice(0, cut + delimiter.length);
-        prefixes.add(common);
-        last = `${common}\uffff`; // skip everything under this prefix on the next page
+        last = { prefix: prefix + rest.slice(0, cut + delimiter.length) };
+        prefixes.add(last.prefix);
       } else {
-        items.push(objects.get(`${bucket}/${name}`)!);
-        last = name;
+        items.push(object);
+        last = { name: object.name, generation: object.generation };
       }
     }
     sendJson(res, 200, {
       kind: 'storage#objects',
       items: items.map(objectResource),
       ...(prefixes.size > 0 && { prefixes: [...prefixes] }),
-      ...(truncated && { nextPageToken: Buffer.from(last).toString('base64url') }),
+      ...(truncated && { nextPageToken: Buffer.from(JSON.stringify(last)).toString('base64url') }),
     });
   }
 
@@ -338,7 +356,7 @@ export async function startGcsServer(): Promise<GcsTestServer> {
     );
     if (size > 0) await rename(session.file, file);
     const key = `${session.bucket}/${session.name}`;
-    const previous = objects.get(key);
+    const previous = live(key);
     const object: StoredObject = {
       bucket: session.bucket,
       name: session.name,
@@ -351,10 +369,30 @@ export async function startGcsServer(): Promise<GcsTestServer> {
       metadata: session.metadata,
       updated: new Date(),
     };
-    objects.set(key, object);
+    generations.set(key, [...(generations.get(key) ?? []), object]);
     if (session.id) sessions.delete(session.id);
-    if (previous) await rm(previous.file, { force: true });
+    if (previous) await retire(previous);
     return object;
+  }
+
+  /** The generation served when a request names none: the newest, unless it is noncurrent. */
+  function live(key: string): StoredObject | undefined {
+    const newest = generations.get(key)?.at(-1);
+    return newest?.timeDeleted ? undefined : newest;
+  }
+
+  /** A live generation overwritten or deleted: a versioned bucket keeps it as noncurrent, others delete it. */
+  async function retire(object: StoredObject): Promise<void> {
+    if (bucketConfigs.get(object.bucket)?.versioning) object.timeDeleted = new Date();
+    else await remove(object);
+  }
+
+  async function remove(object: StoredObject): Promise<void> {
+    const key = `${object.bucket}/${object.name}`;
+    const rest = (generations.get(key) ?? []).filter((o) => o !== object);
+    if (rest.length > 0) generations.set(key, rest);
+    else generations.delete(key);
+    await rm(object.file, { force: true });
   }
 
   const endpoint = await listenOnLoopback(server);
@@ -422,8 +460,14 @@ function objectResource(o: StoredObject) {
     timeCreated: o.updated.toISOString(),
     updated: o.updated.toISOString(),
     storageClass: 'STANDARD',
+    ...(o.timeDeleted && { timeDeleted: o.timeDeleted.toISOString() }),
     ...(Object.keys(o.metadata).length > 0 && { metadata: o.metadata }),
   };
+}
+
+function comesAfter(o: StoredObject, cursor: Cursor): boolean {
+  if ('prefix' in cursor) return o.name > cursor.prefix && !o.name.startsWith(cursor.prefix);
+  return o.name > cursor.name || (o.name === cursor.name && o.generation > cursor.generation);
 }
 
 /** `multipart/related`: a JSON resource part, then the media part. */

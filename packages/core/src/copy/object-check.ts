@@ -35,6 +35,11 @@ export interface ObjectCheck {
   result: Promise<CheckedObject>;
 }
 
+/** Where a check reads an object to its end for its verdict alone. */
+export function discardSink(): Writable {
+  return new Writable({ write: (_chunk, _enc, done) => done() });
+}
+
 /**
  * Checks a snapshot object's stored bytes as they are written, without keeping them: the size the listing gave
  * (unless `decrypted` says the bytes were decrypted on the way), the sha256 recorded when it was stored (when
@@ -53,7 +58,7 @@ export function checkObject(
   options: { revision?: boolean; decrypted?: () => boolean; storedDigestSuffices?: boolean } = {},
 ): ObjectCheck {
   const stored = new StoredDigest();
-  const discard = new Writable({ write: (_chunk, _enc, done) => done() });
+  const discard = discardSink();
   const recorded = metadata[METADATA_SHA256];
   // We record a sha256 only of stored bytes whose content was checked first (a snapshot's, or a copy's under this
   // check), so the bytes matching it prove their content as decompressing them would, for the cost of the hash.

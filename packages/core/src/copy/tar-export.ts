@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { Transform, Writable } from 'node:stream';
+import { Transform, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { type CatalogEntry, catalogStore } from '../backup/snapshot-catalog.js';
 import { type RecoveredObject, readThroughVersions, versionOf } from '../backup/stored-versions.js';
@@ -16,6 +16,7 @@ import { openStore } from '../store/location.js';
 import { type BackupFilters, checkFilters, filtering, selectBackups } from './backup-selection.js';
 import { objectMetadata } from './copy-object.js';
 import { CopyProgress } from './copy-progress.js';
+import { discardSink } from './object-check.js';
 import {
   buildManifest,
   loadTarStream,
@@ -41,14 +42,6 @@ interface ExportedObject {
   metadata: Record<string, string>;
   encryption?: ManifestEncryption;
 }
-
-/** Where a check reads an object to its end for its verdict alone. */
-const discard = () =>
-  new Writable({
-    write(_chunk, _enc, done) {
-      done();
-    },
-  });
 
 export interface ExportSummary {
   from: string;
@@ -108,7 +101,7 @@ export async function exportBackups(options: ExportOptions): Promise<ExportSumma
           // failed check can only fail the export.
           if (entry.versions?.older.length) {
             const check = tarObjectCheck(buildManifest(from.location, [read]).objects[0], label, keys);
-            await pipeline(await stored.get(entry.name, versionOf(entry)), new VerifiedBody(check), discard(), {
+            await pipeline(await stored.get(entry.name, versionOf(entry)), new VerifiedBody(check), discardSink(), {
               signal: options.signal,
             });
           }

@@ -1,5 +1,5 @@
 import { createHash, type Hash, hash } from 'node:crypto';
-import type { Etcd3 } from 'etcd3';
+import type { Etcd3, IKeyValue } from 'etcd3';
 
 /** A digest of a whole keyspace at one revision: equal fingerprints mean equal keys, values and histories. */
 export interface KeyspaceFingerprint {
@@ -77,11 +77,9 @@ export class FingerprintHash {
 export async function keyspaceFingerprint(client: Etcd3, atRevision?: number): Promise<KeyspaceFingerprint> {
   const hash = new FingerprintHash();
   let revision = atRevision ?? 0;
-  let from: Buffer = Buffer.from([0]);
-  for (;;) {
-    const res = await client.kv.range({ key: from, range_end: Buffer.from([0]), revision, limit: PAGE });
-    if (revision === 0) revision = Number(res.header.revision);
-    for (const kv of res.kvs) {
+  for await (const page of keyspacePages(client, atRevision)) {
+    revision = page.revision;
+    for (const kv of page.kvs) {
       hash.add({
         key: kv.key,
         value: kv.value,
@@ -90,8 +88,22 @@ export async function keyspaceFingerprint(client: Etcd3, atRevision?: number): P
         version: kv.version,
       });
     }
-    if (!res.more || res.kvs.length === 0) break;
-    from = Buffer.concat([res.kvs[res.kvs.length - 1].key, Buffer.from([0])]);
   }
   return hash.digest(revision);
+}
+
+/** The keyspace at `atRevision` (default: now) in key order, a page at a time, with the revision it was read at. */
+export async function* keyspacePages(
+  client: Etcd3,
+  atRevision?: number,
+): AsyncGenerator<{ revision: number; kvs: IKeyValue[] }> {
+  let revision = atRevision ?? 0;
+  let from: Buffer = Buffer.from([0]);
+  for (;;) {
+    const res = await client.kv.range({ key: from, range_end: Buffer.from([0]), revision, limit: PAGE });
+    if (revision === 0) revision = Number(res.header.revision);
+    yield { revision, kvs: res.kvs };
+    if (!res.more || res.kvs.length === 0) return;
+    from = Buffer.concat([res.kvs[res.kvs.length - 1].key, Buffer.from([0])]);
+  }
 }

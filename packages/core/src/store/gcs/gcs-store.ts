@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import { type BucketMetadata, type File, Storage } from '@google-cloud/storage';
 import { errorMessage, IntegrityError, OperationError, StewardError, UsageError } from '../../common/errors.js';
+import { parseSnapshotName } from '../../format/snapshot-name.js';
 import { filesVersion } from '../credential-files.js';
 import { checkMetadata } from '../metadata.js';
 import { checkObjectName, listingPrefix, nameOfKey, objectKey } from '../object-name.js';
@@ -10,16 +11,21 @@ import {
   byName,
   type GetOptions,
   ImmutableObjectError,
+  ObjectExistsError,
   ObjectNotFoundError,
+  type ObjectVersion,
   type PutOptions,
   type SnapStore,
+  type StatOptions,
   type StoredObject,
   type StoreProtection,
   sendOnce,
 } from '../snapstore.js';
 import type { StoreLocation } from '../store-url.js';
+import { METADATA_SHA256 } from '../stored-digest.js';
 import { type GcsConfig, GOOGLE_CREDENTIALS_ENV, gcsConfig } from './config.js';
 import { checkDefaultCredentials } from './default-credentials.js';
+import { GcsGenerations } from './generations.js';
 import { startSession, uploadResumable } from './resumable-upload.js';
 
 const GOOGLE_ENDPOINT = 'https://storage.googleapis.com';
@@ -38,9 +44,13 @@ interface Clients {
 export class GcsStore implements SnapStore {
   readonly location: string;
   private clients?: Promise<Clients>;
+  private readonly generations: GcsGenerations;
 
   constructor(private readonly config: GcsConfig) {
     this.location = config.location;
+    this.generations = new GcsGenerations(config.prefix, async () =>
+      (await this.current()).storage.bucket(config.bucket),
+    );
   }
 
   async check(): Promise<void> {
@@ -61,6 +71,7 @@ export class GcsStore implements SnapStore {
     let session: string | undefined;
     try {
       signal?.throwIfAborted();
+      if (await this.alreadyStored(name, body, options)) return;
       const { storage } = await this.current();
       const { bucket, endpoint, authenticate } = this.config;
       const { partSize, timeoutMs } = this.config.transfer;
@@ -74,6 +85,7 @@ export class GcsStore implements SnapStore {
     } catch (err) {
       body.destroy();
       if (session) await cancelSession(session);
+      if (err instanceof ObjectExistsError) throw err;
       if (err instanceof IntegrityError) await this.delete(name).catch(() => {});
       if (signal?.aborted) throw signal.reason;
       throw this.failure(`put "${name}"`, err);
@@ -84,7 +96,8 @@ export class GcsStore implements SnapStore {
   async get(name: string, options: GetOptions = {}): Promise<Readable> {
     const offset = options.offset ?? 0;
     const { storage } = await this.current();
-    const url = `${this.config.endpoint ?? GOOGLE_ENDPOINT}/storage/v1/b/${encodeURIComponent(this.config.bucket)}/o/${encodeURIComponent(this.key(name))}?alt=media`;
+    const generation = options.versionId === undefined ? '' : `&generation=${encodeURIComponent(options.versionId)}`;
+    const url = `${this.config.endpoint ?? GOOGLE_ENDPOINT}/storage/v1/b/${encodeURIComponent(this.config.bucket)}/o/${encodeURIComponent(this.key(name))}?alt=media${generation}`;
     const headers = new Headers(this.config.authenticate ? await storage.authClient.getRequestHeaders(url) : undefined);
     if (offset > 0) headers.set('range', `bytes=${offset}-`);
     // The timeout covers the wait for the answer only (its timer is gone once fetch resolves); the body may
@@ -131,10 +144,10 @@ export class GcsStore implements SnapStore {
     return out.sort(byName);
   }
 
-  async stat(name: string): Promise<StoredObject | undefined> {
+  async stat(name: string, options: StatOptions = {}): Promise<StoredObject | undefined> {
     try {
       const { storage } = await this.current();
-      const [metadata] = await this.file(storage, name).getMetadata();
+      const [metadata] = await this.file(storage, name, options.versionId).getMetadata();
       return toStoredObject(name, metadata);
     } catch (err) {
       if (statusOf(err) === 404) return undefined;
@@ -142,10 +155,43 @@ export class GcsStore implements SnapStore {
     }
   }
 
+  /** Undefined where the bucket keeps no generations but the live ones; rejects when they cannot be listed. */
+  async listVersions(prefix = ''): Promise<ObjectVersion[] | undefined> {
+    try {
+      return await this.generations.list(prefix);
+    } catch (err) {
+      throw this.failure(`list the generations under "${prefix}" (grant storage.objects.list)`, err);
+    }
+  }
+
+  /**
+   * In a bucket with versioning on, a snapshot put over one of the same name would not replace it but make it
+   * noncurrent under a newer generation, which every reader then takes: refused, unless it is the same snapshot again
+   * (its recorded sha256), a retried upload whose first try went through. Other objects are rewritten as usual.
+   */
+  private async alreadyStored(name: string, body: Readable, options: PutOptions): Promise<boolean> {
+    if (!parseSnapshotName(name)) return false;
+    const send = options.send ?? sendOnce;
+    // versioning that cannot be read (no storage.buckets.get) leaves the put as in a bucket without it
+    if (!(await send(() => this.generations.versioning(), options.signal).catch(() => false))) return false;
+    const there = await send(() => this.stat(name), options.signal);
+    if (!there) return false;
+    const ours = options.metadata?.[METADATA_SHA256];
+    if (ours && there.metadata[METADATA_SHA256] === ours) {
+      body.resume(); // not wanted, but read to its end: whatever feeds it ends as after a put
+      return true;
+    }
+    throw new ObjectExistsError(
+      this.location,
+      name,
+      'the bucket keeps noncurrent generations, so a put would make the stored snapshot noncurrent under a new one instead of replacing it (docs/stores.md, "Immutable stores")',
+    );
+  }
+
   /**
    * A bucket retention policy keeps every object from deletion and overwrite until its period has passed (GCS refuses
    * both outright, so nothing is hidden: an attack fails); locked, nobody can shorten or remove it. Object versioning
-   * keeps noncurrent generations, which these programs do not read back yet (docs/stores.md).
+   * keeps what an overwrite or a delete left as noncurrent generations, which these programs read back.
    */
   async protection(): Promise<StoreProtection> {
     let metadata: BucketMetadata;
@@ -168,12 +214,15 @@ export class GcsStore implements SnapStore {
       versioning,
       ...(seconds > 0 ? { retentionPolicy: { seconds, locked } } : {}),
       immutable,
-      summary: `versioning ${versioning}, ${retention}: ${immutable ? 'immutable: GCS refuses to delete or overwrite a snapshot before its retention ends' : 'not immutable: a snapshot deleted or overwritten is lost to these programs'}`,
+      summary: `versioning ${versioning}, ${retention}: ${immutable ? 'immutable: GCS refuses to delete or overwrite a snapshot before its retention ends' : versioning === 'on' ? 'not immutable: a snapshot deleted or overwritten stays as a noncurrent generation, which these programs read back, until anyone allowed to delete generations removes it' : 'not immutable: a snapshot deleted or overwritten is lost to these programs'}`,
     };
   }
 
   async delete(name: string): Promise<void> {
     try {
+      // in a bucket with versioning on, a plain delete would only hide a snapshot: its generations go, by number
+      if (await this.generations.versioning().catch(() => false))
+        return await this.generations.delete(name, this.key(name));
       const { storage } = await this.current();
       await this.file(storage, name).delete({ ignoreNotFound: true });
     } catch (err) {
@@ -208,8 +257,10 @@ export class GcsStore implements SnapStore {
     return clients;
   }
 
-  private file(storage: Storage, name: string): File {
-    return storage.bucket(this.config.bucket).file(this.key(name));
+  private file(storage: Storage, name: string, generation?: string): File {
+    return storage
+      .bucket(this.config.bucket)
+      .file(this.key(name), generation === undefined ? {} : { generation: Number(generation) });
   }
 
   private key(name: string): string {
