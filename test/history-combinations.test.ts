@@ -68,7 +68,8 @@ async function stopSidecar(sidecar: SidecarProcess): Promise<void> {
 async function storeObjects(store: SnapStore | string): Promise<{ chain: string[]; forks: string[] }> {
   const opened = typeof store === 'string' ? new LocalStore(store) : store;
   const base = (name: string) => name.split('/').pop() ?? '';
-  const chain = (await listSnapshots(opened)).map((e) => base(e.name));
+  // v2/ as it is: a listing of the chain would leave out a snapshot with a copy under forks/ whether or not it left
+  const chain = (await opened.list('v2/')).map((o) => base(o.name)).filter((n) => /^(Full|Incr)-/.test(n));
   const forks = (await opened.list('forks/')).map((o) => base(o.name)).filter((n) => /^(Full|Incr)-/.test(n));
   return { chain, forks: forks.sort() };
 }

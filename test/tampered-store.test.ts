@@ -276,6 +276,33 @@ describe('a versioned S3 store whose snapshots were hidden or replaced', () => {
     expect(await fingerprintOf(again, `${prefix}-compacted`)).toEqual(newest);
   });
 
+  it('etcd-restore --fork on a bucket with Object Lock: the abandoned snapshots it cannot delete are left out of every later read', async () => {
+    const prefix = 'locked-fork';
+    const url = await seed('locked', prefix);
+    const [, full] = chain.fulls;
+    const forked = await runProgram(
+      'etcd-restore',
+      [
+        ...restoreArgs(url, join(dir, prefix), await freePort(), prefix),
+        '--to-revision',
+        String(full.revision),
+        '--fork',
+      ],
+      env,
+    );
+    expect(forked.code, forked.stderr).toBe(0);
+    const { setAside } = JSON.parse(forked.stdout);
+    expect(setAside.snapshots).toEqual([chain.deltas[2].name, chain.deltas[1].name]);
+    expect(forked.stderr).toMatch(/retains a set-aside snapshot in v2/);
+    // the locked versions stay in v2/, and the copies in forks/ mark them abandoned: the newest state is the fork's
+    const res = await restore(url, `${prefix}-after`);
+    expect(res.code, res.stderr).toBe(0);
+    expect(JSON.parse(res.stdout)).toMatchObject({ snapshot: full.name, revision: full.revision, deltas: [] });
+    expect(await fingerprintOf(res, `${prefix}-after`)).toEqual(
+      await keyspaceFingerprint(cluster.client(), full.revision),
+    );
+  });
+
   it('gc on a versioned bucket without Object Lock deletes the versions of what it deletes, leaving no delete marker', async () => {
     const prefix = 'gc-versions';
     const url = await seed('versioned', prefix);

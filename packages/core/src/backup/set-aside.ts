@@ -2,15 +2,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { OperationError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { SnapStore } from '../store/snapstore.js';
+import { ImmutableObjectError } from '../store/snapstore.js';
 import { storeDeltaPrefix } from './delta-prefix.js';
-import { listSnapshots } from './snapshot-catalog.js';
+import { FORKS_FOLDER, listSnapshots } from './snapshot-catalog.js';
 import { MAINTENANCE_LOCK, StoreLockedError, withStoreLock } from './store-lock.js';
-
-/**
- * Where snapshots of an abandoned history go: `forks/` beside `v2/`. Neither we nor ebr list it (ebr reads only
- * paths that hold `v1` or `v2`), and nothing deletes it: moving an object back to `v2/` restores it as it was.
- */
-export const FORKS_FOLDER = 'forks';
 
 /** The folder of one fork: the revision both histories share and when it was set aside. */
 export function forkFolder(commonRevision: number, now = new Date()): string {
@@ -29,7 +24,8 @@ const LOCK_RETRY_MS = 5_000;
  * compaction and gc do) and lists under it: a compaction cannot store a full snapshot of the history being set aside
  * meanwhile, and one stored just before is listed and moved with it. Each object is copied as it is stored
  * (encrypted or not, with its metadata), checked by its size, and only then deleted from `v2/`; a crash in between
- * leaves it in both places, and the next move completes it. A delta that straddles `afterRevision` leaves its revisions
+ * leaves it in both places, and its copy leaves it out of the chain (snapshot-catalog.ts), as it does one the provider
+ * retains. A delta that straddles `afterRevision` leaves its revisions
  * through it behind, as a delta of their own (delta-prefix.ts), stored before it moves: they are the history going
  * on too. Returns each snapshot moved, by its old and new name.
  */
@@ -83,7 +79,16 @@ function moveUnderLock(
             `${store.location}: the copy of ${entry.name} in ${folder} has ${copy?.size ?? 'no'} bytes, not ${source.size}; the snapshot stays where it is`,
           );
         }
-        await store.delete(entry.name);
+        try {
+          await store.delete(entry.name);
+        } catch (err) {
+          if (!(err instanceof ImmutableObjectError)) throw err;
+          // Its copy under forks/ leaves it out of every listing of the chain (snapshot-catalog.ts) all the same.
+          options.logger?.warn(
+            "the store's Object Lock or retention policy retains a set-aside snapshot in v2/: its copy under forks/ marks it abandoned, and these programs leave it out (ebr would still read it)",
+            { snapshot: entry.name, copy: target, reason: err.message },
+          );
+        }
         moved.push({ from: entry.name, to: target });
       }
       return moved;

@@ -9,6 +9,14 @@ import {
 import type { SnapStore, StoredObject } from '../store/snapstore.js';
 import { currentOrHidden, type EntryVersions } from './stored-versions.js';
 
+/**
+ * Where snapshots of an abandoned history go: `forks/` beside `v2/`. Neither we nor ebr list it (ebr reads only
+ * paths that hold `v1` or `v2`), and nothing deletes it. A snapshot with a copy there is set aside, though a
+ * retention the provider enforces may keep it in `v2/` (or a set-aside stopped between copy and delete): the chain
+ * leaves it out. Moving one back (into `v2/`, its copy in `forks/` deleted) restores it as it was.
+ */
+export const FORKS_FOLDER = 'forks';
+
 export interface CatalogEntry extends SnapshotRef {
   size: number;
   metadata: Record<string, string>;
@@ -63,8 +71,10 @@ export async function catalogStore(store: SnapStore, options: CatalogOptions = {
     }
   }
   objects ??= [...(await store.list('v2/')), ...(await store.list('v1/'))];
+  const setAside = new Set((await store.list(`${FORKS_FOLDER}/`)).map((o) => baseName(o.name)));
   for (const object of objects) {
     const ref = parseSnapshotName(object.name);
+    if (ref && setAside.has(baseName(object.name))) continue;
     const chunk = ref ? undefined : parseChunkName(object.name);
     if (ref) {
       catalog.snapshots.push({
@@ -78,4 +88,8 @@ export async function catalogStore(store: SnapStore, options: CatalogOptions = {
   }
   catalog.snapshots.sort(compareSnapshots);
   return catalog;
+}
+
+function baseName(name: string): string {
+  return name.slice(name.lastIndexOf('/') + 1);
 }
