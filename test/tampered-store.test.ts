@@ -141,6 +141,14 @@ describe('a versioned S3 store whose snapshots were hidden or replaced', () => {
     );
     expect(text.code, text.stderr).toBe(0);
     expect(text.stdout).toContain(`RECOVERED ${full.name} from its version ${versionOf('hidden-full', full.name, 0)}`);
+    // the listing shows the store as the restore reads it: the hidden snapshot, with its version
+    const listed = await runProgram('etcd-snapshot', ['list', '--store', url, '--output', 'json'], env);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(JSON.parse(listed.stdout).find((s: { name: string }) => s.name === full.name)).toMatchObject({
+      version: { id: versionOf('hidden-full', full.name, 0), why: expect.stringMatching(/delete marker/) },
+    });
+    const table = await runProgram('etcd-snapshot', ['list', '--store', url], env);
+    expect(table.stdout).toContain(`${full.name} (version ${versionOf('hidden-full', full.name, 0)}: hidden by a`);
   });
 
   it('reads a full overwritten with garbage of its size and a deleted delta from their locked versions', async () => {

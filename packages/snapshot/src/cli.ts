@@ -1,4 +1,4 @@
-import { listSnapshots, takeFullSnapshot } from '@etcd-steward/core/backup';
+import { catalogStore, takeFullSnapshot } from '@etcd-steward/core/backup';
 import {
   checkLocalDir,
   checkLocalStore,
@@ -56,9 +56,12 @@ await programArgs('etcd-snapshot')
     "List the store's snapshots by the time they were taken, oldest first",
     (y) => storeOption(y),
     (args) =>
-      runProgram(args.output, async ({ output }) => {
+      runProgram(args.output, async ({ output, logger }) => {
         await checkLocalStore(args.store);
-        const listing = snapshotListing(await listSnapshots(await openStore(args.store)));
+        // with the versions a bucket keeps, as a restore reads it: a hidden snapshot is listed, and says so
+        const catalog = await catalogStore(await openStore(args.store), { versions: true });
+        if (catalog.versionsUnreadable) logger.warn(catalog.versionsUnreadable);
+        const listing = snapshotListing(catalog.snapshots);
         process.stdout.write(output === 'json' ? `${JSON.stringify(listing)}\n` : formatSnapshotTable(listing));
       }),
   )

@@ -14,6 +14,8 @@ export interface ListedSnapshot {
   compression: string;
   final: boolean;
   name: string;
+  /** In a store that keeps versions: the version a read takes where it is not the current one, and why. */
+  version?: { id: string; why: string };
 }
 
 /** The store's snapshots by time taken, oldest first (a full before a delta of the same second, as taken). */
@@ -35,6 +37,7 @@ export function snapshotListing(entries: readonly CatalogEntry[]): ListedSnapsho
       compression: compressionName(e.compression),
       final: e.final,
       name: e.name,
+      ...(e.versions?.id !== undefined ? { version: { id: e.versions.id, why: e.versions.why ?? '' } } : {}),
     }));
 }
 
@@ -50,7 +53,7 @@ export function formatSnapshotTable(listing: readonly ListedSnapshot[]): string 
       formatBytes(s.bytes),
       s.compression,
       s.final ? 'yes' : '',
-      s.name,
+      s.version ? `${s.name} (version ${s.version.id}: ${s.version.why})` : s.name,
     ]),
   ];
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
