@@ -149,6 +149,15 @@ describe('a versioned S3 store whose snapshots were hidden or replaced', () => {
     });
     const table = await runProgram('etcd-snapshot', ['list', '--store', url], env);
     expect(table.stdout).toContain(`${full.name} (version ${versionOf('hidden-full', full.name, 0)}: hidden by a`);
+    // proven against the cluster, through a hidden snapshot: verify's alarm all the same
+    const against = cluster.endpoints.join(',');
+    const proven = await runProgram(
+      'etcd-copy-backups',
+      ['verify', '--store', url, '--against', against, '--temp-dir', join(dir, 'proof'), '--output', 'json'],
+      env,
+    );
+    expect(proven.code, proven.stderr).toBe(7);
+    expect(JSON.parse(proven.stdout)).toMatchObject({ outcome: 'proven', recovered: [{ name: full.name }] });
   });
 
   it('reads a full overwritten with garbage of its size and a deleted delta from their locked versions', async () => {

@@ -283,6 +283,9 @@ await programArgs('etcd-copy-backups', argv)
           logger,
           signal,
         });
+        // proven, but through snapshots hidden or replaced since they were stored: verify's alarm, as without --against
+        if (result.exitCode === PROOF_EXIT_CODES.proven && result.recovered)
+          result.exitCode = VERIFY_EXIT_CODES.tampered;
         process.stdout.write(output === 'json' ? `${JSON.stringify(result)}\n` : formatStoreProof(result));
         return result.exitCode;
       }),

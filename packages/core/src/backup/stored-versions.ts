@@ -34,6 +34,11 @@ export interface RecoveredObject {
   passedOver?: Array<{ versionId: string; reason: string }>;
 }
 
+/** How each program's summary names a recovered object, under `label` (styled, where the terminal shows colour). */
+export function recoveredLine(r: RecoveredObject, label = 'RECOVERED'): string {
+  return `  ${label} ${r.name} from its version ${r.versionId}: ${r.why}`;
+}
+
 /** What a program does with each recovered object: log it, and list it in its result. */
 export type OnRecovered = (recovered: RecoveredObject) => void;
 

@@ -1,3 +1,4 @@
+import { recoveredLine } from '../backup/stored-versions.js';
 import { formatBytes } from '../common/format-bytes.js';
 import type { CompactionResult } from './compact-chain.js';
 
@@ -11,6 +12,6 @@ export function formatCompactionSummary(result: CompactionResult): string {
     `compacted ${result.store}: ${result.revisionsFolded} revision(s) in ${result.objects.length} object(s) folded into ${result.name}`,
     `  revision ${result.revision}, ${result.keys} keys${result.final ? ', final' : ''}; chain ${formatBytes(result.chainBytes)} before, snapshot ${formatBytes(result.snapshotBytes)} after (db ${formatBytes(result.dbBytes)})`,
     `  in ${(result.durationMs / 1000).toFixed(1)} s, peak memory ${memory.join(', ')}`,
-    ...(result.recovered ?? []).map((r) => `  RECOVERED ${r.name} from its version ${r.versionId}: ${r.why}`),
+    ...(result.recovered ?? []).map((r) => recoveredLine(r)),
   ].join('\n')}\n`;
 }

@@ -1,4 +1,4 @@
-import type { RecoveredObject } from '../backup/stored-versions.js';
+import { type RecoveredObject, recoveredLine } from '../backup/stored-versions.js';
 import { formatBytes } from '../common/format-bytes.js';
 import type { CopySummary, DamagedObject } from './copy-backups.js';
 import type { StoreVerifyReport } from './store-verify.js';
@@ -9,8 +9,7 @@ import type { ImportSummary } from './tar-import.js';
 const cost = (r: { bytes: number; durationMs: number; bytesPerSecond: number }) =>
   `${formatBytes(r.bytes)} in ${(r.durationMs / 1000).toFixed(1)} s (${formatBytes(r.bytesPerSecond)}/s)`;
 
-const recoveredLines = (recovered: readonly RecoveredObject[] = []) =>
-  recovered.map((r) => `  RECOVERED ${r.name} from its version ${r.versionId}: ${r.why}`);
+const recoveredLines = (recovered: readonly RecoveredObject[] = []) => recovered.map((r) => recoveredLine(r));
 
 const damagedLines = (damaged: DamagedObject[], what: string) =>
   damaged.map((d) => `  DAMAGED, not ${what}: ${d.name}: ${d.problem}`);

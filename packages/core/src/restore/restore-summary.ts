@@ -1,3 +1,4 @@
+import { recoveredLine } from '../backup/stored-versions.js';
 import { formatBytes } from '../common/format-bytes.js';
 import { resultStyle } from '../common/terminal-style.js';
 import { formatProofReport } from '../proof/proof-summary.js';
@@ -13,9 +14,7 @@ export function formatSummary(result: RestoreResult): string {
   ];
   if (result.proof) lines.push(...formatProofReport(result.proof).map((line) => `  ${line}`));
   for (const s of result.skipped) lines.push(`  skipped ${s.name}: ${s.reason}`);
-  for (const r of result.recovered ?? []) {
-    lines.push(`  ${resultStyle.red.bold('RECOVERED')} ${r.name} from its version ${r.versionId}: ${r.why}`);
-  }
+  for (const r of result.recovered ?? []) lines.push(recoveredLine(r, resultStyle.red.bold('RECOVERED')));
   if (result.lost) {
     lines.push(
       `  ${resultStyle.red.bold('LOST')} revisions ${result.lost.fromRevision}..${result.lost.toRevision}${result.lost.delta ? ` (${result.lost.delta})` : ''}: ${result.lost.reason}`,

@@ -1,3 +1,4 @@
+import { recoveredLine } from '../backup/stored-versions.js';
 import { resultStyle } from '../common/terminal-style.js';
 import { formatProofReport } from '../proof/proof-summary.js';
 import type { StoreProofResult } from './store-proof.js';
@@ -13,5 +14,6 @@ export function formatStoreProof(result: StoreProofResult): string {
   if (result.proof) lines.push(...formatProofReport(result.proof));
   else if (result.outcome !== 'proven')
     lines.push(`${resultStyle.red.bold(result.outcome.toUpperCase())}: ${result.reason}`);
+  for (const r of result.recovered ?? []) lines.push(recoveredLine(r, resultStyle.red.bold('RECOVERED')));
   return `${lines.join('\n')}\n`;
 }

@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type DrillOutcome, nextProofRecord, readProofRecord, writeProofRecord } from '../backup/proof-record.js';
+import type { RecoveredObject } from '../backup/stored-versions.js';
 import { errorMessage, StewardError } from '../common/errors.js';
 import { type Logger, silentLogger } from '../common/logger.js';
 import type { EtcdConnection } from '../etcd/etcd-client.js';
@@ -33,6 +34,8 @@ export interface StoreProofResult {
   proof?: ProofReport;
   reason?: string;
   restoreMs?: number;
+  /** Snapshots the restore read from an older version (hidden or replaced since they were stored). */
+  recovered?: RecoveredObject[];
   exitCode: number;
 }
 
@@ -75,6 +78,7 @@ export async function proveStore(options: StoreProofOptions): Promise<StoreProof
       keys: restored.keys,
       ...(restored.proof ? { proof: restored.proof } : {}),
       restoreMs: restored.durationMs,
+      ...(restored.recovered?.length ? { recovered: restored.recovered } : {}),
       exitCode: PROOF_EXIT_CODES.proven,
     };
   } catch (err) {
