@@ -246,6 +246,39 @@ describe('one history through combinations of operations', () => {
     expect((await restoreAndFingerprint(directUrl, dir, 'newest')).fingerprint).toEqual(live);
   });
 
+  it('a full snapshot stored past the deltas, etcd compacted before a delta caught up: the sidecar says which revisions no delta holds', async () => {
+    const dir = at('full-past-deltas');
+    const storeDir = join(dir, 'store');
+    const { member: m, client } = await member(join(dir, 'etcd'));
+    const sidecar = await sidecarOn(m, `file://${storeDir}`, join(dir, 'sidecar-1'));
+    await waitFor('the start-up full snapshot', () => snapshotsReach(sidecar.url, 1));
+    await putMany(client, '/before/', 20);
+    const deltaHead = (await keyspaceOnceStored(client, sidecar.url)).revision;
+    await stopSidecar(sidecar);
+    // While no sidecar runs: writes, a full snapshot of them (as a sidecar killed right after taking one leaves the
+    // store), and etcd compacting them away.
+    await putMany(client, '/unwatched/', 30);
+    const saved = await runProgram('etcd-snapshot', [
+      'save',
+      '--endpoints',
+      m.endpoint,
+      '--store',
+      `file://${storeDir}`,
+    ]);
+    expect(saved.code, saved.stderr).toBe(0);
+    const compacted = await etcdRevision(client);
+    await compactHistory({ endpoints: [m.endpoint] }, compacted, { timeoutMs: 30_000 });
+
+    const again = await sidecarOn(m, `file://${storeDir}`, join(dir, 'sidecar-2'));
+    await putMany(client, '/after/', 10);
+    const live = await keyspaceOnceStored(client, again.url);
+    await stopSidecar(again);
+    expect(await again.log()).toContain(
+      `the deltas go on after the full snapshot","neededRevision":${deltaHead + 1},"compactRevision":${compacted}`,
+    );
+    expect((await restoreAndFingerprint(`file://${storeDir}`, dir, 'newest')).fingerprint).toEqual(live);
+  });
+
   it('a snapshot removed by gc or compaction while the sidecar checks the store is no outage: it lists the store again', async () => {
     const dir = at('store-changed');
     const s3 = await startS3Server({ buckets: ['backups'] });

@@ -370,15 +370,19 @@ export class StoreChecker {
       }));
   }
 
-  /** What the sidecars logged of etcd compacting past the revision their next delta needed: [needed, compacted]. */
+  /**
+   * What the sidecars logged of etcd compacting past the revision their next delta needed: [needed, compacted]; and
+   * of etcd having compacted what lay between the store's deltas and a spooled full snapshot: [from, that snapshot].
+   */
   private async sidecarCompactions(): Promise<Range[]> {
+    const said = [
+      /past the revision the next delta needs[^\n]*?"neededRevision":(\d+)[^\n]*?"compactRevision":(\d+)/g,
+      /between the store and a spooled full snapshot[^\n]*?"fromRevision":(\d+)[^\n]*?"toRevision":(\d+)/g,
+    ];
     const found: Range[] = [];
     for (const file of this.options.sidecarLogs()) {
       const text = await readFile(file, 'utf8').catch(() => '');
-      for (const m of text.matchAll(
-        /past the revision the next delta needs[^\n]*?"neededRevision":(\d+)[^\n]*?"compactRevision":(\d+)/g,
-      ))
-        found.push([Number(m[1]), Number(m[2])]);
+      for (const pattern of said) for (const m of text.matchAll(pattern)) found.push([Number(m[1]), Number(m[2])]);
     }
     return found;
   }
