@@ -64,15 +64,16 @@ export async function etcdStateAgrees(
   token: string | undefined,
   events: readonly DeltaEvent[],
 ): Promise<'same' | 'different' | 'unknown'> {
+  const states = await currentKeyStates(
+    connection,
+    token,
+    events.map((e) => e.key),
+  );
   let verdict: 'same' | 'unknown' = 'unknown';
-  for (let i = 0; i < events.length; i += CONCURRENCY) {
-    const batch = events.slice(i, i + CONCURRENCY);
-    const found = await Promise.all(batch.map((e) => rangeAt(connection, token, e.key, 0)));
-    for (const [j, e] of batch.entries()) {
-      const told = stateTells(e, found[j] === 'compacted' ? undefined : found[j]);
-      if (told === 'different') return told;
-      if (told === 'same') verdict = told;
-    }
+  for (const e of events) {
+    const told = stateTells(e, states.get(e.key.toString('latin1')));
+    if (told === 'different') return told;
+    if (told === 'same') verdict = told;
   }
   return verdict;
 }

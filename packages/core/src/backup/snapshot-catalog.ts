@@ -1,3 +1,4 @@
+import { posix } from 'node:path';
 import { errorMessage } from '../common/errors.js';
 import {
   type ChunkRef,
@@ -71,10 +72,10 @@ export async function catalogStore(store: SnapStore, options: CatalogOptions = {
     }
   }
   objects ??= [...(await store.list('v2/')), ...(await store.list('v1/'))];
-  const setAside = new Set((await store.list(`${FORKS_FOLDER}/`)).map((o) => baseName(o.name)));
+  const setAside = new Set((await store.list(`${FORKS_FOLDER}/`)).map((o) => posix.basename(o.name)));
   for (const object of objects) {
     const ref = parseSnapshotName(object.name);
-    if (ref && setAside.has(baseName(object.name))) continue;
+    if (ref && setAside.has(posix.basename(object.name))) continue;
     const chunk = ref ? undefined : parseChunkName(object.name);
     if (ref) {
       catalog.snapshots.push({
@@ -88,8 +89,4 @@ export async function catalogStore(store: SnapStore, options: CatalogOptions = {
   }
   catalog.snapshots.sort(compareSnapshots);
   return catalog;
-}
-
-function baseName(name: string): string {
-  return name.slice(name.lastIndexOf('/') + 1);
 }

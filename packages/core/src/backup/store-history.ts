@@ -77,8 +77,9 @@ export async function compareWithEtcd(
  * empty revision 1, which every history shares) are passed over, and so are those etcd compacted past where its
  * state tells nothing of them (up to MAX_UNTOLD in a row): the walk goes on to one that can be told, and the deltas
  * passed over below any that differs are then compared with etcd's present state revision by revision
- * (deltaStateEvidence), for an agreement proves nothing above it. Nothing told at all is `unknown`; once one differs, everything after the newest proven the same is abandoned, and a difference
- * proven with no agreement found is another history (`foreign`, refused), never `unknown`.
+ * (deltaStateEvidence), for an agreement proves nothing above it. Nothing told at all is `unknown`; once one
+ * differs, everything after the newest proven the same is abandoned, and a difference proven with no agreement
+ * found is another history (`foreign`, refused), never `unknown`.
  */
 export async function checkStoreHistory(options: HistoryCheckOptions): Promise<HistoryVerdict> {
   const { store, connection, scratchDir, signal } = options;

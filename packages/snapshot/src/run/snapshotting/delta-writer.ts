@@ -7,7 +7,7 @@ import { Serial } from '../serial.js';
 import type { SnapshotMetrics } from './snapshot-metrics.js';
 import { OpenDelta } from './spool/open-delta.js';
 import type { Spool, SpooledDelta } from './spool/spool.js';
-import { assertWatchable } from './watch-start.js';
+import { assertWatchable, deltasGoOnFrom } from './watch-start.js';
 
 export interface DeltaWriterOptions {
   /** This sidecar's own member: the watch reads from it. */
@@ -215,19 +215,9 @@ export class DeltaWriter {
     }
   }
 
-  /** Whether a watch from `revision` reads every event etcd wrote there and after (not compacted at or past it). */
+  /** Whether a watch from `revision` reads every event etcd wrote there and after; when etcd cannot say, it does. */
   private async canResume(revision: number): Promise<boolean> {
-    return assertWatchable(this.options.connection, revision).then(
-      () => true,
-      (err) => {
-        if (!(err instanceof WatchCompactedError)) return true;
-        this.logger.error(
-          'etcd compacted its history past the revision the next delta needs; the deltas go on after the full snapshot',
-          { neededRevision: err.fromRevision, compactRevision: err.compactRevision },
-        );
-        return false;
-      },
-    );
+    return (await deltasGoOnFrom(this.options.connection, revision, this.logger)) !== false;
   }
 
   /** The line the watch about to start writes to (nextLine). */

@@ -7,7 +7,7 @@ import {
   setAside,
 } from '@etcd-steward/core/backup';
 import { errorMessage, type Logger } from '@etcd-steward/core/common';
-import { type EtcdConnection, WatchCompactedError } from '@etcd-steward/core/etcd';
+import type { EtcdConnection } from '@etcd-steward/core/etcd';
 import type { SnapshotRef } from '@etcd-steward/core/format';
 import { ObjectNotFoundError, type SnapStore } from '@etcd-steward/core/store';
 import type { DeltaWriter } from './delta-writer.js';
@@ -15,7 +15,7 @@ import type { SnapshotMetrics } from './snapshot-metrics.js';
 import { type ChainHeads, headsAfter, headsOf, resumeRevision, spoolFit } from './spool/chain-heads.js';
 import type { Spool, SpooledDelta } from './spool/spool.js';
 import { setAsideSpooled, unprovenSpool } from './spool/spool-history.js';
-import { assertWatchable } from './watch-start.js';
+import { deltasGoOnFrom } from './watch-start.js';
 
 /** How often a resynchronisation lists the store again when it changed under the history check. */
 const RELISTS = 3;
@@ -134,23 +134,9 @@ export class StoreChain {
     }
   }
 
-  /**
-   * Whether etcd still holds `revision` whole (it compacted below it), so that a watch from it misses nothing. Where
-   * it compacted past it, the deltas cannot go on there: said as the writer says it, with the revisions involved.
-   */
+  /** Whether etcd still holds `revision` whole (it compacted below it), so that a watch from it misses nothing. */
   private async etcdHolds(revision: number): Promise<boolean> {
-    try {
-      await assertWatchable(this.options.connection, revision);
-      return true;
-    } catch (err) {
-      if (err instanceof WatchCompactedError) {
-        this.options.logger.error(
-          'etcd compacted its history past the revision the next delta needs; the deltas go on after the full snapshot',
-          { neededRevision: err.fromRevision, compactRevision: err.compactRevision },
-        );
-      }
-      return false;
-    }
+    return (await deltasGoOnFrom(this.options.connection, revision, this.options.logger)) === true;
   }
 
   /** etcd may hold another history than when the store's was last checked (its watch broke off). */

@@ -1,5 +1,5 @@
 import { compactionAt } from '@etcd-steward/core/backup';
-import { errorMessage } from '@etcd-steward/core/common';
+import { errorMessage, type Logger } from '@etcd-steward/core/common';
 import { type EtcdConnection, etcdAuthToken, WatchCompactedError, watchRevisions } from '@etcd-steward/core/etcd';
 
 /** How long a watch may take to say where etcd compacted. */
@@ -18,6 +18,29 @@ export async function assertWatchable(connection: EtcdConnection, from: number):
     throw err;
   });
   if (compaction !== 'below') throw new WatchCompactedError(from, await compactRevision(connection, from));
+}
+
+/**
+ * Whether the deltas can go on from `revision` (a watch from it reads every event etcd wrote there and after): false
+ * where etcd compacted past it, said with the revisions, the deltas then going on after a full snapshot; undefined
+ * where etcd could not be asked.
+ */
+export async function deltasGoOnFrom(
+  connection: EtcdConnection,
+  revision: number,
+  logger: Logger,
+): Promise<boolean | undefined> {
+  try {
+    await assertWatchable(connection, revision);
+    return true;
+  } catch (err) {
+    if (!(err instanceof WatchCompactedError)) return undefined;
+    logger.error(
+      'etcd compacted its history past the revision the next delta needs; the deltas go on after the full snapshot',
+      { neededRevision: err.fromRevision, compactRevision: err.compactRevision },
+    );
+    return false;
+  }
 }
 
 /** The revision etcd compacted at, as a watch from `from` (compacted) is refused with it; `from` if it is not told. */
