@@ -468,17 +468,20 @@ describe('one history through combinations of operations', () => {
     const dir = at('untold-above-agreement');
     const storeDir = join(dir, 'store');
     const { member: m, client } = await member(join(dir, 'etcd'));
-    const sidecar = await sidecarOn(m, `file://${storeDir}`, join(dir, 'sidecar-1'), ['--delta-snapshot-period', '5s']);
-    await waitFor('the start-up full snapshot', () => snapshotsReach(sidecar.url, 1));
+    // One delta a minute: each sidecar's writes go into one delta as it stops, whatever the machine's load.
+    const slow = ['--delta-snapshot-period', '60s'];
+    const first = await sidecarOn(m, `file://${storeDir}`, join(dir, 'sidecar-1'), slow);
+    await waitFor('the start-up full snapshot', () => snapshotsReach(first.url, 1));
     await putMany(client, '/early/', 5);
-    await keyspaceOnceStored(client, sidecar.url);
-    // Right after a delta was stored: the kept writes and the bad ones go into the next one, together.
+    await stopSidecar(first);
+    // The kept writes and the bad ones together in the next delta.
+    const writing = await sidecarOn(m, `file://${storeDir}`, join(dir, 'sidecar-1b'), slow);
     await putMany(client, '/keep/', 20);
     const beforeBadWrites = await etcdRevision(client);
     await client.delete().prefix('/keep/').exec();
     await putMany(client, '/bad/', 30);
-    await keyspaceOnceStored(client, sidecar.url);
-    await stopSidecar(sidecar);
+    await waitFor('the sidecar taking snapshots', async () => /this sidecar leads/.test(await writing.log()));
+    await stopSidecar(writing);
     await m.stop();
     const straddling = (await listSnapshots(new LocalStore(storeDir))).filter(
       (e) => e.startRevision <= beforeBadWrites && e.lastRevision > beforeBadWrites,
