@@ -534,6 +534,63 @@ describe('etcd-copy-backups (programs as processes, real etcd, the store test se
     expect(sound.summary).toMatchObject({ copied: all, damaged: [], ways: { kernel: 0, streamed: all } });
   });
 
+  it('between two buckets of one S3 endpoint the server copies what a recorded sha256 proves, by the checksum S3 computes of the copy; a damaged one is refused, nothing left of it', async () => {
+    s3.server.createBucket('mirror');
+    const all = chain.fulls.length + chain.deltas.length;
+    const read = () => s3.server.gets(s3.bucket);
+    const before = read();
+    const res = await copy(s3.url('source'), s3.url('copy', {}, 'mirror'));
+    expect(res.stderr).not.toMatch(/"level":"error"/);
+    expect(res.code).toBe(0);
+    const ways = { kernel: 0, server: chain.fulls.length, streamed: chain.deltas.length };
+    expect(res.summary).toMatchObject({ copied: all, damaged: [], ways });
+    // the full snapshots' bytes never came to the program: not one GET of them
+    const after = read();
+    for (const full of chain.fulls) expect(after.get(`source/${full.name}`)).toBe(before.get(`source/${full.name}`));
+    const [source, mirror] = [await s3.open('source'), await s3.open('copy', {}, 'mirror')];
+    onTestFinished(async () => {
+      await Promise.all([source.close?.(), mirror.close?.()]);
+    });
+    expect(await contents(mirror)).toEqual(await contents(source));
+    const full = chain.fulls[1].name;
+    expect((await mirror.stat(full))?.metadata).toEqual((await source.stat(full))?.metadata);
+    const bytes = async (store: SnapStore, name: string) => Buffer.concat(await (await store.get(name)).toArray());
+    expect((await bytes(mirror, full)).equals(await bytes(source, full))).toBe(true);
+
+    // A full snapshot whose stored bytes changed under its recorded sha256: S3's checksum of the copy tells, the
+    // upload is aborted, and nothing of it lands.
+    const original = await bytes(mirror, full);
+    const damaged = Buffer.from(original);
+    damaged[damaged.length >> 1] ^= 0x10;
+    await mirror.put(full, Readable.from([damaged]), { metadata: (await mirror.stat(full))?.metadata });
+    const refused = await copy(s3.url('copy', {}, 'mirror'), s3.url('refused'));
+    expect(refused.code).toBe(1);
+    expect(refused.summary.damaged).toEqual([
+      { name: full, problem: expect.stringMatching(/its bytes do not match the sha256 recorded when it was stored/) },
+    ]);
+    expect(refused.summary.ways).toEqual({ ...ways, server: ways.server - 1 });
+    const landed = await s3.open('refused');
+    onTestFinished(async () => landed.close?.());
+    expect(await landed.stat(full)).toBeUndefined();
+    expect(s3.server.pendingUploads(s3.bucket)).toEqual([]);
+
+    // A server that answers a part copy without a checksum cannot prove it: every object is streamed and checked.
+    const credentials = process.env.AWS_APPLICATION_CREDENTIALS_JSON;
+    const plain = await startS3Target('plain', { copyChecksums: false, buckets: ['other'] });
+    onTestFinished(async () => {
+      await plain.stop();
+      process.env.AWS_APPLICATION_CREDENTIALS_JSON = credentials;
+    });
+    const fill = await runProgram('etcd-copy-backups', ['--from', s3.url('source'), '--to', plain.url('source')], {
+      SOURCE_AWS_APPLICATION_CREDENTIALS_JSON: credentials,
+    });
+    expect(fill.code).toBe(0);
+    const streamed = await copy(plain.url('source'), plain.url('copy', {}, 'other'));
+    expect(streamed.code).toBe(0);
+    expect(streamed.summary).toMatchObject({ copied: all, ways: { kernel: 0, server: 0, streamed: all } });
+    expect(plain.server.pendingUploads('other')).toEqual([]);
+  });
+
   it('refuses bad flags with exit code 2 before any work, touching nothing', async () => {
     const untouched = at('untouched');
     const cases: Array<[string[], RegExp]> = [

@@ -9,6 +9,8 @@ const COMMANDS = {
   compact:
     'compact --storage-provider=Local --store-container={container} --store-prefix={prefix} --data-dir={dir}/data --restoration-temp-snapshots-dir={dir}/tmp --snapstore-temp-directory={dir}/tmp --embedded-etcd-quota-bytes=8589934592',
   copy: 'copy --storage-provider=Local --store-container={to} --source-storage-provider=Local --source-store-container={from} --snapstore-temp-directory={dir}/tmp',
+  copy_s3:
+    'copy --storage-provider=S3 --store-container={to} --store-prefix={toPrefix} --source-storage-provider=S3 --source-store-container={from} --source-store-prefix={fromPrefix} --snapstore-temp-directory={dir}/tmp --source-snapstore-temp-directory={dir}/tmp',
   snapshot:
     'snapshot --endpoints={endpoint} --storage-provider=Local --store-container={container} --store-prefix={prefix} --delta-snapshot-period=5s --schedule=0 0 1 1 * --garbage-collection-period=0s',
 };

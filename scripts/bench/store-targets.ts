@@ -7,6 +7,8 @@ import { join } from 'node:path';
 
 export interface Target {
   url: string;
+  /** The store in another bucket (container) of the same server, where the provider has buckets. */
+  urlIn?(bucket: string, prefix: string): string;
   env: Record<string, string>;
   stop(): Promise<void>;
 }
@@ -16,19 +18,23 @@ export async function startTarget(
   dir: string,
   partSize: string,
   partsInFlight: string,
+  buckets: string[] = [],
 ): Promise<Target> {
   const servers = new URL('../../test/servers/', import.meta.url);
   const query = (endpoint: string) => new URLSearchParams({ endpoint, partSize, partsInFlight }).toString();
   if (provider === 's3') {
     const { startS3Server } = await import(new URL('s3-server.ts', servers).href);
-    const server = await startS3Server({ storageDir: dir, buckets: ['bench'] });
+    const server = await startS3Server({ storageDir: dir, buckets: ['bench', ...buckets] });
     const credentials = join(dir, 'credentials.json');
+    // ebr's S3 provider takes the server from the credentials; ours from the URL, which wins
+    const { accessKeyId: accessKeyID, secretAccessKey, region, endpoint } = server;
     await writeFile(
       credentials,
-      JSON.stringify({ accessKeyID: server.accessKeyId, secretAccessKey: server.secretAccessKey }),
+      JSON.stringify({ accessKeyID, secretAccessKey, region, endpoint, s3ForcePathStyle: true }),
     );
     return {
       url: `s3://bench/etcd?${query(server.endpoint)}`,
+      urlIn: (bucket, prefix) => `s3://${bucket}/${prefix}?${query(server.endpoint)}`,
       env: { AWS_APPLICATION_CREDENTIALS_JSON: credentials, AWS_EC2_METADATA_DISABLED: 'true' },
       stop: () => server.stop(),
     };

@@ -6,7 +6,8 @@
  * - object lock as HEAD shows it (`x-amz-object-lock-*` headers), for objects a test locks: S3 itself keeps a
  *   locked version from deletion while an unversioned delete only hides it, which the store avoids by reading
  *   the lock first (s3-store.ts);
- * - bucket versioning and Object Lock (s3-versions.ts), for buckets a test configures or creates with object lock.
+ * - bucket versioning and Object Lock (s3-versions.ts), for buckets a test configures or creates with object lock;
+ * - the SHA-256 checksum of a part S3 copies (s3-copy.ts), which a copy between two buckets proves itself by.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -14,6 +15,7 @@ import { writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { addCopyChecksums } from './s3-copy.ts';
 import { addVersioning, type BucketVersioning } from './s3-versions.ts';
 import type { TestServer } from './test-server.ts';
 
@@ -51,6 +53,8 @@ export interface S3ServerOptions {
   buckets?: string[];
   /** At most this many versions a ListObjectVersions page (S3: 1000), to test paging. */
   versionsPageSize?: number;
+  /** false: a part copy answers no checksum, as servers that compute none (fauxqs itself) do. */
+  copyChecksums?: boolean;
 }
 
 // fauxqs exports only its app builder (and only to `import`); the stores it is built from are reached by path.
@@ -112,6 +116,7 @@ export async function startS3Server(options: S3ServerOptions = {}): Promise<S3Te
   });
 
   const versioning = addVersioning(app, s3Store, { pageSize: options.versionsPageSize });
+  if (options.copyChecksums !== false) addCopyChecksums(app, s3Store);
 
   const locks = new Map<string, Date | 'legal-hold'>(); // `/${bucket}/${key}`
   app.addHook('onSend', async (request, reply, payload) => {

@@ -49,8 +49,11 @@ export interface CopySummary {
   damaged: DamagedObject[];
   /** Stored bytes copied. */
   bytes: number;
-  /** How many objects went which way: copied by the kernel (two local stores), or streamed through the program. */
-  ways: { kernel: number; streamed: number };
+  /**
+   * How many objects went which way: copied by the kernel (two local stores) or by the store's server (two buckets of
+   * one S3 endpoint), the bytes never passing through the program, or streamed through it.
+   */
+  ways: { kernel: number; server: number; streamed: number };
   durationMs: number;
   bytesPerSecond: number;
   /** With waitForFinalSnapshot: whether one appeared before the timeout. */
@@ -130,7 +133,7 @@ export async function copyBackups(options: CopyBackupsOptions): Promise<CopySumm
       const damaged: DamagedObject[] = [];
       let copied = 0;
       let vanished = 0;
-      const ways = { kernel: 0, streamed: 0 };
+      const ways = { kernel: 0, server: 0, streamed: 0 };
       const outcomes = prefetchInOrder(
         wanted,
         (entry, signal) =>

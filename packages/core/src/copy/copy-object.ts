@@ -8,7 +8,7 @@ import { METADATA_DECOMPRESSED_SIZE } from '../format/decompressed-limit.js';
 import { METADATA_READ_BACK } from '../format/read-back.js';
 import { METADATA_ENCRYPTION_KEY_ID, wasDecrypted } from '../store/encrypted-store.js';
 import { checkMetadata } from '../store/metadata.js';
-import type { SnapStore } from '../store/snapstore.js';
+import type { CopyWay, SnapStore } from '../store/snapstore.js';
 import { METADATA_SHA256 } from '../store/stored-digest.js';
 import { type CheckedObject, checkObject } from './object-check.js';
 import { VerifiedBody } from './verified-body.js';
@@ -64,14 +64,27 @@ export async function copyObject(
   options: { signal?: AbortSignal; onBytes?: (bytes: number) => void; check?: CopyCheck } = {},
 ): Promise<CopiedObject> {
   const metadata = await objectMetadata(from, entry);
-  // Between two local stores without encryption, the kernel copies a snapshot whose recorded sha256 suffices as its
-  // check, and the copy is hashed where it landed before it counts: the bytes never pass through this program.
-  const file = options.check === 'stored' ? from.localPath?.(entry.name) : undefined;
+  // Where the kernel (two local stores) or the store's server (two buckets of one S3 endpoint) can copy a snapshot
+  // whose recorded sha256 suffices as its check, it does, and that sha256 is proven of what landed before it counts:
+  // the bytes never pass through this program. Not for a version read through a delete marker, nor encrypted bytes.
   const sha256 = metadata[METADATA_SHA256];
-  if (file && sha256 && to.localPath?.(entry.name) && to.putCopy && !entry.metadata[METADATA_ENCRYPTION_KEY_ID]) {
-    await to.putCopy(entry.name, file, sha256, { metadata, signal: options.signal, source: from.location });
-    options.onBytes?.(entry.size);
-    return { storedSize: entry.size, storedSha256: sha256, way: 'kernel' };
+  const copyable =
+    options.check === 'stored' &&
+    sha256 &&
+    versionOf(entry).versionId === undefined &&
+    !entry.metadata[METADATA_ENCRYPTION_KEY_ID];
+  const where = copyable ? from.copySource?.(entry.name) : undefined;
+  if (where && sha256 && to.putCopy) {
+    const expected = { sha256, size: entry.size };
+    const way = await to.putCopy(entry.name, where, expected, {
+      metadata,
+      signal: options.signal,
+      source: from.location,
+    });
+    if (way) {
+      options.onBytes?.(entry.size);
+      return { storedSize: entry.size, storedSha256: sha256, way };
+    }
   }
   const source = await from.get(entry.name, versionOf(entry));
   const check = checkObject(entry, metadata, `${from.location}/${entry.name}`, {
@@ -101,8 +114,8 @@ export async function copyObject(
   return { ...(await check.result), way: 'streamed' };
 }
 
-/** A copied object's check, and which way it went: copied by the kernel, or streamed through the program. */
-export type CopiedObject = CheckedObject & { way: 'kernel' | 'streamed' };
+/** A copied object's check, and which way it went: copied by the kernel or the store's server, or streamed. */
+export type CopiedObject = CheckedObject & { way: CopyWay | 'streamed' };
 
 /**
  * Whether `held`, an object of the destination with the name and size of the one to copy, is that object: the

@@ -17,7 +17,7 @@ import {
 } from '../format/decompressed-limit.js';
 import { DeltaTrailerCheck } from '../format/delta-trailer-check.js';
 import { FullSnapshotCheck, SnapshotTrailerCheck } from '../format/full-snapshot-check.js';
-import { METADATA_SHA256, StoredDigest } from '../store/stored-digest.js';
+import { METADATA_SHA256, StoredDigest, storedDigestMismatch } from '../store/stored-digest.js';
 
 /** What checking one snapshot object found. */
 export interface CheckedObject {
@@ -77,7 +77,7 @@ export function checkObject(
         throw new IntegrityError(`${label} is truncated: ${stored.size} of its ${entry.size} bytes could be read`);
       }
       if (recorded && recorded !== stored.sha256()) {
-        throw new IntegrityError(`${label} is damaged: its bytes do not match the sha256 recorded when it was stored`);
+        throw storedDigestMismatch(label);
       }
       const revision = content?.scanned?.facts().revision;
       // ebr may name a full snapshot with an older revision than it holds (etcd#9037), never a newer one.

@@ -17,7 +17,7 @@ const damagedLines = (damaged: DamagedObject[], what: string) =>
 export function formatCopySummary(s: CopySummary): string {
   return lines([
     `copied ${s.copied} of ${s.selected} snapshot(s) from ${s.from} to ${s.to}: ${cost(s)}`,
-    `  ${s.skipped} already there${s.vanished ? `, ${s.vanished} gone from the source meanwhile` : ''}${s.ways.kernel ? `, ${s.ways.kernel} copied by the kernel` : ''}`,
+    `  ${s.skipped} already there${s.vanished ? `, ${s.vanished} gone from the source meanwhile` : ''}${s.ways.kernel ? `, ${s.ways.kernel} copied by the kernel` : ''}${s.ways.server ? `, ${s.ways.server} copied by the store's server` : ''}`,
     ...(s.finalSnapshot ? [`  final full snapshot: ${s.finalSnapshot}`] : []),
     ...recoveredLines(s.recovered),
     ...damagedLines(s.damaged, 'copied'),

@@ -11,6 +11,7 @@ import { parseSnapshotName } from '../format/snapshot-name.js';
 import { METADATA_ENCRYPTION_KEY_ID } from './metadata.js';
 import { PlainSubstitutes, readHead } from './plain-substitutes.js';
 import {
+  type CopySource,
   type GetOptions,
   ObjectNotFoundError,
   type ObjectVersion,
@@ -65,14 +66,13 @@ export class EncryptedStore implements SnapStore {
     }
   }
 
-  /** Only without keys: with them, what get and put pass on is not what the file holds. */
-  localPath(name: string): string | undefined {
-    return this.keys ? undefined : this.inner.localPath?.(name);
+  /** Only without keys: with them, what get and put pass on is not what the stored object holds. */
+  copySource(name: string): CopySource | undefined {
+    return this.keys ? undefined : this.inner.copySource?.(name);
   }
 
-  putCopy(name: string, file: string, sha256: string, options: PutOptions & { source: string }): Promise<void> {
-    if (this.keys || !this.inner.putCopy) throw new Error(`${this.location}: no copy by the kernel into this store`);
-    return this.inner.putCopy(name, file, sha256, options);
+  get putCopy(): SnapStore['putCopy'] {
+    return this.keys ? undefined : this.inner.putCopy?.bind(this.inner);
   }
 
   /** A file to encrypt is read through put; a plain or sealed one may still be moved into place. */

@@ -6,11 +6,13 @@ import { dirname, join, relative, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { withLockFile, writeDurableTemp } from '../common/atomic-file.js';
-import { IntegrityError, UsageError } from '../common/errors.js';
+import { UsageError } from '../common/errors.js';
 import { fsyncPath } from '../common/fsync-path.js';
 import { checkMetadata } from './metadata.js';
 import { checkObjectName, RESERVED_FOLDERS } from './object-name.js';
 import {
+  type CopySource,
+  type CopyWay,
   type GetOptions,
   ObjectNotFoundError,
   type PutOptions,
@@ -19,6 +21,7 @@ import {
   StoreNotWritableError,
 } from './snapstore.js';
 import type { StoreLocation } from './store-url.js';
+import { storedDigestMismatch } from './stored-digest.js';
 
 /** Objects statted at once by a listing. */
 const LISTING_CONCURRENCY = 256;
@@ -94,26 +97,31 @@ export class LocalStore implements SnapStore {
   }
 
   /** Where an object's stored bytes are, as a file: a copy into another local store lets the kernel copy them. */
-  localPath(name: string): string {
-    return this.path(name);
+  copySource(name: string): CopySource {
+    return { kind: 'file', path: this.path(name) };
   }
 
   /**
-   * Stores a copy of `file` (another local store's object) that the kernel makes (fs.copyFile: copy_file_range or a
-   * reflink where the file system has them), then reads what landed back and commits it only if its sha256 is
-   * `sha256`: an IntegrityError otherwise, and nothing stored. A source gone is an ObjectNotFoundError of `source`.
+   * Stores a copy of another local store's file that the kernel makes (fs.copyFile: copy_file_range or a reflink
+   * where the file system has them), then reads what landed back and commits it only if its sha256 is the one
+   * expected: an IntegrityError otherwise, and nothing stored. A source gone is an ObjectNotFoundError of `source`.
    */
-  putCopy(name: string, file: string, sha256: string, options: PutOptions & { source: string }): Promise<void> {
-    return this.write(name, options, async (temp) => {
-      await copyFile(file, temp).catch((err: NodeJS.ErrnoException) => {
-        throw err.code === 'ENOENT' && err.path === file ? new ObjectNotFoundError(options.source, name) : err;
+  async putCopy(
+    name: string,
+    source: CopySource,
+    expected: { sha256: string },
+    options: PutOptions & { source: string },
+  ): Promise<CopyWay | undefined> {
+    if (source.kind !== 'file') return undefined;
+    await this.write(name, options, async (temp) => {
+      await copyFile(source.path, temp).catch((err: NodeJS.ErrnoException) => {
+        throw err.code === 'ENOENT' && err.path === source.path ? new ObjectNotFoundError(options.source, name) : err;
       });
-      if ((await fileSha256(temp, options.signal)) !== sha256) {
-        throw new IntegrityError(
-          `${options.source}/${name} is damaged: its bytes do not match the sha256 recorded when it was stored`,
-        );
+      if ((await fileSha256(temp, options.signal)) !== expected.sha256) {
+        throw storedDigestMismatch(`${options.source}/${name}`);
       }
     });
+    return 'kernel';
   }
 
   private async tempPath(): Promise<string> {

@@ -2,6 +2,7 @@ import { Readable } from 'node:stream';
 import { Backoff, type BackoffPolicy } from '../common/backoff.js';
 import { OperationError } from '../common/errors.js';
 import {
+  type CopySource,
   type GetOptions,
   ObjectNotFoundError,
   type ObjectVersion,
@@ -175,6 +176,18 @@ export class RetryingStore implements SnapStore {
   get protection(): (() => Promise<StoreProtection>) | undefined {
     const read = this.inner.protection?.bind(this.inner);
     return read && (() => retry(read, this.policy));
+  }
+
+  get copySource(): ((name: string) => CopySource | undefined) | undefined {
+    return this.inner.copySource?.bind(this.inner);
+  }
+
+  /** A copy's requests are retried one by one, as a put's are. */
+  get putCopy(): SnapStore['putCopy'] {
+    const copy = this.inner.putCopy?.bind(this.inner);
+    return (
+      copy && ((name, source, expected, options) => copy(name, source, expected, { ...options, send: this.sender() }))
+    );
   }
 
   delete(name: string): Promise<void> {

@@ -34,6 +34,12 @@ export interface PutOptions {
   sealed?: boolean;
 }
 
+/** Where an object's bytes are, for a copy that does not pass them through this program (`SnapStore.putCopy`). */
+export type CopySource = { kind: 'file'; path: string } | { kind: 's3'; endpoint: string; bucket: string; key: string };
+
+/** Who made a copy that did not pass through this program: the kernel (two local stores), the store's server. */
+export type CopyWay = 'kernel' | 'server';
+
 /** Runs `request`, perhaps more than once; `signal` ends the waiting between attempts. */
 export type RequestSender = <T>(request: () => Promise<T>, signal?: AbortSignal) => Promise<T>;
 
@@ -113,16 +119,23 @@ export interface SnapStore {
    */
   sealer?(): ObjectCipher | undefined;
   /**
-   * Optional: where an object's stored bytes are, as a file on this machine (a local store without encryption):
-   * a copy between two such stores lets the kernel copy them (putCopy). Undefined otherwise.
+   * Optional: where an object's stored bytes are (a local store's file, an S3 object), for another store's putCopy;
+   * undefined where what `get` returns is not what is stored (encryption).
    */
-  localPath?(name: string): string | undefined;
+  copySource?(name: string): CopySource | undefined;
   /**
-   * Optional, with localPath: stores a copy of `file` that the kernel makes, committed only once what landed has the
-   * sha256 `sha256` (an IntegrityError otherwise, nothing stored); a missing `file` is an ObjectNotFoundError of the
-   * store `source`.
+   * Optional: stores a copy of `source` that the kernel or the store's server makes without the bytes passing through
+   * this program, committed only once what landed is proven to have the sha256 `expected.sha256` (an IntegrityError
+   * otherwise, and nothing stored). Resolves undefined, having stored nothing, where it cannot make or prove such a
+   * copy (another kind of store, another endpoint, no checksum from the server, too large for one copy): the caller
+   * then streams. A missing source is an ObjectNotFoundError of the store `options.source`.
    */
-  putCopy?(name: string, file: string, sha256: string, options: PutOptions & { source: string }): Promise<void>;
+  putCopy?(
+    name: string,
+    source: CopySource,
+    expected: { sha256: string; size: number },
+    options: PutOptions & { source: string },
+  ): Promise<CopyWay | undefined>;
   /** Rejects with ObjectNotFoundError, before any byte is read, when there is no such object. */
   get(name: string, options?: GetOptions): Promise<Readable>;
   list(prefix?: string): Promise<StoredObject[]>;

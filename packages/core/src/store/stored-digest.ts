@@ -1,7 +1,8 @@
 import { createHash, type Hash } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import { Transform, type TransformCallback } from 'node:stream';
 import { IntegrityError } from '../common/errors.js';
-import type { SnapStore } from './snapstore.js';
+import { ObjectExistsError, type SnapStore } from './snapstore.js';
 
 /** Object metadata key of the sha256 of an object's stored (compressed) bytes, recorded when we upload it. */
 export const METADATA_SHA256 = 'sha256';
@@ -43,7 +44,30 @@ export async function verifyStoredDigest(
   const expected =
     object.metadata[METADATA_SHA256] ??
     (await store.stat(object.name, { versionId: object.versionId }))?.metadata[METADATA_SHA256];
-  if (expected && expected !== digest.sha256()) {
-    throw new IntegrityError(`${label} is damaged: its bytes do not match the sha256 recorded when it was stored`);
+  if (expected && expected !== digest.sha256()) throw storedDigestMismatch(label);
+}
+
+/** The error of an object, named by `label`, whose stored bytes are not those its recorded sha256 was taken of. */
+export function storedDigestMismatch(label: string): IntegrityError {
+  return new IntegrityError(`${label} is damaged: its bytes do not match the sha256 recorded when it was stored`);
+}
+
+/**
+ * A snapshot put where a store that keeps versions already holds one of its name, which would stack a new version on
+ * it rather than replace it: true when the stored one is this same snapshot again (the sha256 `ours`), a retried
+ * upload whose first try went through, `body` then drained unread; an ObjectExistsError saying `why` otherwise.
+ */
+export function storedAgain(
+  where: { location: string; name: string },
+  stored: Record<string, string>,
+  ours: string | undefined,
+  body: Readable | undefined,
+  why: string,
+): true {
+  if (ours && stored[METADATA_SHA256] === ours) {
+    body?.resume(); // not wanted, but read to its end: whatever feeds it ends as after a put
+    return true;
   }
+  body?.destroy();
+  throw new ObjectExistsError(where.location, where.name, why);
 }

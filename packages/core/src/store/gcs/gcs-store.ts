@@ -22,7 +22,7 @@ import {
   sendOnce,
 } from '../snapstore.js';
 import type { StoreLocation } from '../store-url.js';
-import { METADATA_SHA256 } from '../stored-digest.js';
+import { METADATA_SHA256, storedAgain } from '../stored-digest.js';
 import { type GcsConfig, GOOGLE_CREDENTIALS_ENV, gcsConfig } from './config.js';
 import { checkDefaultCredentials } from './default-credentials.js';
 import { GcsGenerations } from './generations.js';
@@ -176,14 +176,11 @@ export class GcsStore implements SnapStore {
     if (!(await send(() => this.generations.versioning(), options.signal).catch(() => false))) return false;
     const there = await send(() => this.stat(name), options.signal);
     if (!there) return false;
-    const ours = options.metadata?.[METADATA_SHA256];
-    if (ours && there.metadata[METADATA_SHA256] === ours) {
-      body.resume(); // not wanted, but read to its end: whatever feeds it ends as after a put
-      return true;
-    }
-    throw new ObjectExistsError(
-      this.location,
-      name,
+    return storedAgain(
+      { location: this.location, name },
+      there.metadata,
+      options.metadata?.[METADATA_SHA256],
+      body,
       'the bucket keeps noncurrent generations, so a put would make the stored snapshot noncurrent under a new one instead of replacing it (docs/stores.md, "Immutable stores")',
     );
   }

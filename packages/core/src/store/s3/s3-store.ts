@@ -1,11 +1,9 @@
 import type { Readable } from 'node:stream';
 import {
-  AbortMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   HeadBucketCommand,
   HeadObjectCommand,
-  ListMultipartUploadsCommand,
   ListObjectsV2Command,
   type S3Client,
 } from '@aws-sdk/client-s3';
@@ -17,9 +15,10 @@ import { checkObjectName, listingPrefix, nameOfKey, objectKey } from '../object-
 import { type RetryPolicy, retry, statusOf } from '../retry.js';
 import {
   byName,
+  type CopySource,
+  type CopyWay,
   type GetOptions,
   ImmutableObjectError,
-  ObjectExistsError,
   ObjectNotFoundError,
   type ObjectVersion,
   type PutOptions,
@@ -31,12 +30,14 @@ import {
   sendOnce,
 } from '../snapstore.js';
 import type { StoreLocation } from '../store-url.js';
-import { METADATA_SHA256 } from '../stored-digest.js';
+import { METADATA_SHA256, storedAgain } from '../stored-digest.js';
 import { createS3Client } from './client.js';
 import { ecsConfig, ocsConfig } from './compatible.js';
 import { type S3Config, s3Config } from './config.js';
 import { s3Failure } from './errors.js';
 import { PutRequests } from './put-requests.js';
+import { S3ServerCopies } from './server-copy.js';
+import { abortStaleUploads } from './stale-uploads.js';
 import { objectLock, S3Versions } from './versions.js';
 
 /**
@@ -47,6 +48,7 @@ import { objectLock, S3Versions } from './versions.js';
 export class S3Store implements SnapStore {
   readonly location: string;
   private readonly versions: S3Versions;
+  private readonly copies: S3ServerCopies;
 
   constructor(
     private readonly config: S3Config,
@@ -54,6 +56,7 @@ export class S3Store implements SnapStore {
   ) {
     this.location = config.location;
     this.versions = new S3Versions(config, client, () => this.customerKey());
+    this.copies = new S3ServerCopies(config, client);
   }
 
   /** Fails with a UsageError saying what to fix when the bucket is missing or the credentials are refused. */
@@ -110,12 +113,36 @@ export class S3Store implements SnapStore {
     }
   }
 
+  /** This store's object, which another S3 store on the same endpoint can have the server copy (server-copy.ts). */
+  copySource(name: string): CopySource | undefined {
+    return this.copies.source(this.key(name));
+  }
+
+  async putCopy(
+    name: string,
+    source: CopySource,
+    expected: { sha256: string; size: number },
+    options: PutOptions & { source: string },
+  ): Promise<CopyWay | undefined> {
+    checkMetadata(options.metadata);
+    options.signal?.throwIfAborted();
+    if (!this.copies.canCopy(source, expected.size)) return undefined;
+    const key = this.key(name);
+    if (await this.alreadyStored(name, key, undefined, options)) return 'server';
+    return this.copies.copy(name, key, source, expected, options);
+  }
+
   /**
    * In a bucket that keeps versions, a snapshot put over one of the same name would not replace it but stack a newer
    * version on it, which every reader then takes: refused, unless it is the same snapshot again (its recorded sha256),
    * a retried upload whose first try went through. Other objects (the store lock) are rewritten as usual.
    */
-  private async alreadyStored(name: string, key: string, body: Readable, options: PutOptions): Promise<boolean> {
+  private async alreadyStored(
+    name: string,
+    key: string,
+    body: Readable | undefined,
+    options: PutOptions,
+  ): Promise<boolean> {
     if (!parseSnapshotName(name)) return false;
     const send = options.send ?? sendOnce;
     // a status that cannot be read (no s3:GetBucketVersioning) leaves the put as in an unversioned bucket
@@ -134,19 +161,15 @@ export class S3Store implements SnapStore {
           }),
       options.signal,
     ).catch((err: unknown) => {
-      body.destroy();
+      body?.destroy();
       throw s3Failure(this.config, `stat "${name}"`, err);
     });
     if (!there) return false;
-    const ours = options.metadata?.[METADATA_SHA256];
-    if (ours && there.Metadata?.[METADATA_SHA256] === ours) {
-      body.resume(); // not wanted, but read to its end: whatever feeds it ends as after a put
-      return true;
-    }
-    body.destroy();
-    throw new ObjectExistsError(
-      this.location,
-      name,
+    return storedAgain(
+      { location: this.location, name },
+      there.Metadata ?? {},
+      options.metadata?.[METADATA_SHA256],
+      body,
       'the bucket keeps versions, so a put would stack a new version over the stored snapshot instead of replacing it (docs/stores.md, "Immutable stores")',
     );
   }
@@ -265,54 +288,9 @@ export class S3Store implements SnapStore {
     }
   }
 
-  /**
-   * Aborts multipart uploads under this store's prefix begun more than `olderThanMs` ago: what a process killed
-   * mid-upload (SIGKILL, OOM) leaves behind. They are invisible to list and get, but their parts are billed.
-   * Resolves with the number aborted. A bucket lifecycle rule (AbortIncompleteMultipartUpload) does the same
-   * server-side; this is for servers without one.
-   */
-  async cleanupIncompleteUploads(olderThanMs: number, send: RequestSender = sendOnce): Promise<number> {
-    const before = Date.now() - olderThanMs;
-    const prefix = listingPrefix(this.config.prefix, '');
-    let aborted = 0;
-    let keyMarker: string | undefined;
-    let uploadIdMarker: string | undefined;
-    try {
-      do {
-        const page = await send(() =>
-          this.client.send(
-            new ListMultipartUploadsCommand({
-              Bucket: this.config.bucket,
-              Prefix: prefix,
-              KeyMarker: keyMarker,
-              UploadIdMarker: uploadIdMarker,
-            }),
-          ),
-        );
-        for (const upload of page.Uploads ?? []) {
-          if (!upload.Key || !upload.UploadId || (upload.Initiated?.getTime() ?? 0) > before) continue;
-          try {
-            await send(() =>
-              this.client.send(
-                new AbortMultipartUploadCommand({
-                  Bucket: this.config.bucket,
-                  Key: upload.Key,
-                  UploadId: upload.UploadId,
-                }),
-              ),
-            );
-            aborted++;
-          } catch (err) {
-            if ((err as Error).name !== 'NoSuchUpload') throw err;
-          }
-        }
-        keyMarker = page.IsTruncated ? page.NextKeyMarker : undefined;
-        uploadIdMarker = page.IsTruncated ? page.NextUploadIdMarker : undefined;
-      } while (keyMarker);
-    } catch (err) {
-      throw s3Failure(this.config, 'clean up incomplete uploads', err);
-    }
-    return aborted;
+  /** Aborts the multipart uploads a killed process left under this store's prefix (stale-uploads.ts). */
+  cleanupIncompleteUploads(olderThanMs: number, send: RequestSender = sendOnce): Promise<number> {
+    return abortStaleUploads(this.config, this.client, olderThanMs, send);
   }
 
   async close(): Promise<void> {
