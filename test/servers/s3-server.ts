@@ -7,6 +7,7 @@
  *   locked version from deletion while an unversioned delete only hides it, which the store avoids by reading
  *   the lock first (s3-store.ts);
  * - bucket versioning and Object Lock (s3-versions.ts), for buckets a test configures or creates with object lock;
+ * - numeric character references in a CompleteMultipartUpload (`&#34;`), as Go's SDK writes them;
  * - the SHA-256 checksum of a part S3 copies (s3-copy.ts), which a copy between two buckets proves itself by.
  */
 import { randomBytes } from 'node:crypto';
@@ -14,6 +15,7 @@ import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { addCopyChecksums } from './s3-copy.ts';
 import { addVersioning, type BucketVersioning } from './s3-versions.ts';
@@ -113,6 +115,21 @@ export async function startS3Server(options: S3ServerOptions = {}): Promise<S3Te
       const uploads = uploadsOf(s3Store, bucket).filter((u) => u.key.startsWith(prefix));
       return reply.header('content-type', 'application/xml').send(listUploadsXml(bucket, prefix, uploads));
     }
+  });
+
+  // XML allows a character as a numeric reference (Go's SDK, as ebr uses it, writes an ETag's quotes as `&#34;`);
+  // fauxqs decodes only the named entities, so a complete from such a client would name no part it knows.
+  app.addHook('preParsing', async (request, _reply, payload) => {
+    if (request.method !== 'POST' || !request.url.includes('uploadId=')) return payload;
+    const text = Buffer.concat(await payload.toArray()).toString('utf8');
+    const named = text.replace(/&#(x[0-9a-f]+|\d+);/gi, (_, n: string) => {
+      const char = String.fromCodePoint(n[0].toLowerCase() === 'x' ? Number.parseInt(n.slice(1), 16) : Number(n));
+      return (
+        ({ '"': '&quot;', "'": '&apos;', '&': '&amp;', '<': '&lt;', '>': '&gt;' } as Record<string, string>)[char] ??
+        char
+      );
+    });
+    return Object.assign(Readable.from([Buffer.from(named)]), { receivedEncodedLength: Buffer.byteLength(text) });
   });
 
   const versioning = addVersioning(app, s3Store, { pageSize: options.versionsPageSize });
