@@ -1,15 +1,16 @@
 // etcd-copy-backups copying ~1 GB of full snapshots from one store to another, against the slower side's
 // single-stream rate (one object read from the source; one written to the destination), with the copy's peak RSS;
-// and, when EBR_BIN names ebr's etcdbrctl, ebr's `copy` beside ours between two local directories.
+// then, interleaved for --rounds rounds, ours beside ebr's `copy` (when EBR_BIN names ebr's etcdbrctl) between two
+// buckets of the source's S3 server (with --from s3: ours has the server copy, issue #42) and between two local
+// directories (with `cp -r` and, with --previous, another checkout of this repo, built, and its copy).
 // Usage: node scripts/bench/copy.ts [--from s3] [--to azure] [--size-mb 1024] [--keys 100000] [--max-parallel 10]
 //                                   [--work /tmp/bench-copy] [--previous <checkout>] [--rounds 1]
-// Between two local directories it also runs `cp -r` and, with --previous (another checkout of this repo, built),
-// that version's copy, interleaved with ours for --rounds rounds.
-// Target (issue #15): the copy at 80% or more of the slower side's single-stream rate, memory bounded.
+// Targets: the copy at 80% or more of the slower side's single-stream rate, memory bounded (issue #15); local →
+// local ≤ 2.5× ebr's time, S3 → S3 on one server ≤ 0.5× ebr's at ≤ 100 MB (issue #42).
 // The snapshots are one real etcd snapshot (--keys puts of 1 KiB, uncompressed, so that 1 GB of objects is 1 GB
 // to check) stored under as many names as make --size-mb. Build first (pnpm exec tsc -b).
 import { createReadStream } from 'node:fs';
-import { mkdir, rm, stat } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -88,7 +89,7 @@ async function target(provider: string, name: string): Promise<Target> {
   const dir = join(work, name);
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
-  const t = await startTarget(provider, dir, '5MiB', '2'); // the stores' defaults
+  const t = await startTarget(provider, dir, '5MiB', '2', ['copies']); // the stores' defaults
   Object.assign(process.env, t.env);
   return t;
 }
@@ -137,65 +138,14 @@ try {
     run.peakRssMb.toFixed(0),
   ]);
 
-  // Between two directories, ours and (given EBR_BIN) ebr's copy, which takes its stores by ebr's flags.
+  // Two buckets of the source's S3 server: ours has the server copy what a recorded sha256 proves; ebr streams.
+  if (from.urlIn) await interleave('S3 → S3 (one server)', from.url, (run) => from.urlIn!('copies', run), from.env);
+
+  // Between two directories: ours, `cp -r`, the previous version's and ebr's copy, each into a folder of its own.
   const localFrom = join(work, 'local-from');
-  const ours = join(work, 'local-ours');
-  const theirs = join(work, 'local-ebr');
   await rm(localFrom, { recursive: true, force: true });
   await fill(`file://${localFrom}`);
-  const previousBin = values.previous && join(values.previous, 'packages/copy-backups/bin/etcd-copy-backups.js');
-  const contenders: Array<[string, string, string[]]> = [
-    [
-      'etcd-copy-backups local → local',
-      process.execPath,
-      [bin, '--from', `file://${localFrom}`, '--to', `file://${ours}`],
-    ],
-    ['cp -r local → local', 'cp', ['-r', localFrom, ours]],
-    ...(previousBin
-      ? [
-          [
-            'previous etcd-copy-backups local → local',
-            process.execPath,
-            [previousBin, '--from', `file://${localFrom}`, '--to', `file://${ours}`],
-          ] as [string, string, string[]],
-        ]
-      : []),
-  ];
-  for (let round = 0; round < Number(values.rounds); round++) {
-    for (const [name, command, args] of contenders) {
-      await rm(ours, { recursive: true, force: true });
-      const run = await measure(command, args);
-      if (run.code !== 0) throw new Error(`${name} exited ${run.code}: ${run.stderr.slice(-2000)}`);
-      rows.push([
-        name,
-        String(copies),
-        (totalBytes / MB).toFixed(0),
-        run.seconds.toFixed(2),
-        (totalBytes / MB / run.seconds).toFixed(0),
-        '',
-        run.peakRssMb.toFixed(0),
-      ]);
-    }
-  }
-  await rm(theirs, { recursive: true, force: true });
-  const ebrCopy = ebrCommand('copy', theirs, { from: localFrom, to: theirs, dir: join(work, 'ebr') });
-  if (ebrCopy) {
-    const run = await measure(ebrCopy.bin, ebrCopy.args);
-    const copied = (await stat(theirs).catch(() => undefined))
-      ? (await listSnapshots(new LocalStore(theirs))).length
-      : 0;
-    rows.push([
-      `ebr copy local → local${run.code === 0 ? '' : ` (exit ${run.code})`}`,
-      String(copied),
-      (totalBytes / MB).toFixed(0),
-      run.seconds.toFixed(1),
-      (totalBytes / MB / run.seconds).toFixed(0),
-      '',
-      run.peakRssMb.toFixed(0),
-    ]);
-  } else {
-    rows.push(['ebr copy local → local', '', '', '', '', '', 'set EBR_BIN to etcdbrctl']);
-  }
+  await interleave('local → local', `file://${localFrom}`, (run) => `file://${join(work, `local-${run}`)}`, {});
 } finally {
   await from.stop();
   await to.stop();
@@ -204,3 +154,69 @@ console.log(
   `\n${copies} full snapshots of ${(snapshot.size / MB).toFixed(0)} MB (uncompressed), --max-parallel ${values['max-parallel']}`,
 );
 printTable(rows);
+
+/**
+ * Ours, and beside it in each of --rounds rounds ebr's copy (given EBR_BIN), the previous version's (--previous)
+ * and, between two directories, `cp -r`: each from `source` to `destination(run)`, emptied before it runs.
+ */
+async function interleave(
+  label: string,
+  source: string,
+  destination: (run: string) => string,
+  env: Record<string, string>,
+): Promise<void> {
+  const local = source.startsWith('file://');
+  const path = (url: string) => new URL(url).pathname;
+  const s3Parts = (url: string) => ({ container: new URL(url).host, prefix: path(url).slice(1) });
+  const ebr = ebrCommand(local ? 'copy' : 'copy_s3', '', {
+    ...(local
+      ? { from: path(source), to: path(destination('ebr')) }
+      : {
+          ...{ from: s3Parts(source).container, fromPrefix: s3Parts(source).prefix },
+          ...{ to: s3Parts(destination('ebr')).container, toPrefix: s3Parts(destination('ebr')).prefix },
+        }),
+    dir: join(work, 'ebr'),
+  });
+  const previousBin = values.previous && join(values.previous, 'packages/copy-backups/bin/etcd-copy-backups.js');
+  // [row name, command, arguments, destination run]
+  const contenders: Array<[string, string, string[], string]> = [
+    [`etcd-copy-backups ${label}`, process.execPath, [bin, '--from', source, '--to', destination('ours')], 'ours'],
+  ];
+  if (local) contenders.push([`cp -r ${label}`, 'cp', ['-r', path(source), path(destination('cp'))], 'cp']);
+  if (previousBin) {
+    const args = [previousBin, '--from', source, '--to', destination('previous')];
+    contenders.push([`previous etcd-copy-backups ${label}`, process.execPath, args, 'previous']);
+  }
+  if (ebr) contenders.push([`ebr copy ${label}`, ebr.bin, ebr.args, 'ebr']);
+  if (!ebr) rows.push([`ebr copy ${label}`, '', '', '', '', '', 'set EBR_BIN to etcdbrctl']);
+  await mkdir(join(work, 'ebr', 'tmp'), { recursive: true });
+  const sourceEnv = { ...env, SOURCE_AWS_APPLICATION_CREDENTIALS_JSON: env.AWS_APPLICATION_CREDENTIALS_JSON ?? '' };
+  for (let round = 0; round < Number(values.rounds); round++) {
+    for (const [name, command, args, run] of contenders) {
+      await empty(destination(run));
+      const measured = await measure(command, args, { env: sourceEnv });
+      if (measured.code !== 0) throw new Error(`${name} exited ${measured.code}: ${measured.stderr.slice(-2000)}`);
+      const landed = await openStore(destination(run), { allowMissingFolder: true });
+      const held = (await listSnapshots(landed)).length;
+      await landed.close?.();
+      if (held !== copies) throw new Error(`${name}: ${held} of ${copies} objects at the destination`);
+      rows.push([
+        name,
+        String(copies),
+        (totalBytes / MB).toFixed(0),
+        measured.seconds.toFixed(2),
+        (totalBytes / MB / measured.seconds).toFixed(0),
+        '',
+        measured.peakRssMb.toFixed(0),
+      ]);
+    }
+  }
+}
+
+/** Removes every object of the store at `url` (a local folder: the folder). */
+async function empty(url: string): Promise<void> {
+  if (url.startsWith('file://')) return rm(new URL(url).pathname, { recursive: true, force: true });
+  const store = await openStore(url, { allowMissingFolder: true });
+  for (const object of await store.list()) await store.delete(object.name);
+  await store.close?.();
+}
