@@ -29,6 +29,7 @@ const MAX_ONE_PART = 5 * 1024 ** 3;
  * not answer with a checksum (servers that do not compute them: then not asked again), the caller streams instead.
  */
 export class S3ServerCopies {
+  /** False once the server showed it cannot make or prove such copies. */
   private serverChecksums = true;
 
   constructor(
@@ -74,9 +75,8 @@ export class S3ServerCopies {
           { abortSignal: signal },
         ),
       signal,
-    ).catch((err: unknown) => {
-      throw s3Failure(this.config, `copy "${name}" from ${options.source}`, err);
-    });
+    ).catch((err: unknown) => this.refused(name, options.source, err));
+    if (!created) return undefined;
     const UploadId = created.UploadId as string;
     let completed = false;
     try {
@@ -97,8 +97,7 @@ export class S3ServerCopies {
         if ((err as Error).name === 'NoSuchKey' || statusOf(err) === 404) {
           throw new ObjectNotFoundError(options.source, name, { cause: err });
         }
-        if (statusOf(err) === 403) return undefined; // these credentials may not read the source: streamed instead
-        throw s3Failure(this.config, `copy "${name}" from ${options.source}`, err);
+        return this.refused(name, options.source, err);
       });
       if (!part) return undefined;
       const checksum = part.CopyPartResult?.ChecksumSHA256;
@@ -127,6 +126,19 @@ export class S3ServerCopies {
         await this.client.send(new AbortMultipartUploadCommand({ Bucket, Key: key, UploadId })).catch(() => undefined);
       }
     }
+  }
+
+  /**
+   * A request of the copy the server would not take: undefined, for the object to be streamed instead, where the
+   * server cannot make such a copy (400, 405, 501: no checksums on uploads, no part copies, a bucket option that
+   * wants what only a put of the bytes gives; not asked again) or these credentials may not read the source (403);
+   * any other failure is the copy's.
+   */
+  private refused(name: string, source: string, err: unknown): undefined {
+    const status = statusOf(err);
+    if (status === 400 || status === 405 || status === 501) this.serverChecksums = false;
+    else if (status !== 403) throw s3Failure(this.config, `copy "${name}" from ${source}`, err);
+    return undefined;
   }
 
   /** Which server answers: two stores with the same one can copy between them (AWS copies across its regions). */
