@@ -574,21 +574,24 @@ describe('etcd-copy-backups (programs as processes, real etcd, the store test se
     expect(await landed.stat(full)).toBeUndefined();
     expect(s3.server.pendingUploads(s3.bucket)).toEqual([]);
 
-    // A server that answers a part copy without a checksum cannot prove it: every object is streamed and checked.
+    // A server that answers a part copy without a checksum cannot prove it, and one without part copies cannot make
+    // it: every object is streamed and checked, and nothing is left of the uploads the copy began.
     const credentials = process.env.AWS_APPLICATION_CREDENTIALS_JSON;
-    const plain = await startS3Target('plain', { copyChecksums: false, buckets: ['other'] });
-    onTestFinished(async () => {
-      await plain.stop();
+    onTestFinished(() => {
       process.env.AWS_APPLICATION_CREDENTIALS_JSON = credentials;
     });
-    const fill = await runProgram('etcd-copy-backups', ['--from', s3.url('source'), '--to', plain.url('source')], {
-      SOURCE_AWS_APPLICATION_CREDENTIALS_JSON: credentials,
-    });
-    expect(fill.code).toBe(0);
-    const streamed = await copy(plain.url('source'), plain.url('copy', {}, 'other'));
-    expect(streamed.code).toBe(0);
-    expect(streamed.summary).toMatchObject({ copied: all, ways: { kernel: 0, server: 0, streamed: all } });
-    expect(plain.server.pendingUploads('other')).toEqual([]);
+    for (const server of [{ copyChecksums: false }, { partCopies: false }]) {
+      const plain = await startS3Target('plain', { ...server, buckets: ['other'] });
+      onTestFinished(() => plain.stop());
+      const fill = await runProgram('etcd-copy-backups', ['--from', s3.url('source'), '--to', plain.url('source')], {
+        SOURCE_AWS_APPLICATION_CREDENTIALS_JSON: credentials,
+      });
+      expect(fill.code).toBe(0);
+      const streamed = await copy(plain.url('source'), plain.url('copy', {}, 'other'));
+      expect(streamed.code, JSON.stringify(server)).toBe(0);
+      expect(streamed.summary).toMatchObject({ copied: all, ways: { kernel: 0, server: 0, streamed: all } });
+      expect(plain.server.pendingUploads('other')).toEqual([]);
+    }
   });
 
   it('refuses bad flags with exit code 2 before any work, touching nothing', async () => {

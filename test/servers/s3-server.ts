@@ -57,6 +57,8 @@ export interface S3ServerOptions {
   versionsPageSize?: number;
   /** false: a part copy answers no checksum, as servers that compute none (fauxqs itself) do. */
   copyChecksums?: boolean;
+  /** false: a part copy (UploadPartCopy) is refused with 501 NotImplemented, as servers without it answer. */
+  partCopies?: boolean;
 }
 
 // fauxqs exports only its app builder (and only to `import`); the stores it is built from are reached by path.
@@ -108,6 +110,12 @@ export async function startS3Server(options: S3ServerOptions = {}): Promise<S3Te
     if (request.method === 'DELETE' && refusals > 0) {
       refused.set(url.pathname, refusals - 1);
       return reply.status(403).header('content-type', 'application/xml').send(s3Error('AccessDenied', 'Access Denied'));
+    }
+    if (options.partCopies === false && request.headers['x-amz-copy-source'] && url.searchParams.has('uploadId')) {
+      return reply
+        .status(501)
+        .header('content-type', 'application/xml')
+        .send(s3Error('NotImplemented', 'No part copies'));
     }
     const bucket = /^\/([^/]+)\/?$/.exec(url.pathname)?.[1];
     if (request.method === 'GET' && bucket && url.searchParams.has('uploads')) {
