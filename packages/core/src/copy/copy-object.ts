@@ -35,20 +35,26 @@ const CARRIED = [
  * carries, and only values every provider takes: store contents are not trusted.
  */
 export async function objectMetadata(store: SnapStore, entry: CatalogEntry): Promise<Record<string, string>> {
-  const raw =
-    Object.keys(entry.metadata).length > 0
-      ? entry.metadata
-      : ((await store.stat(entry.name, versionOf(entry)))?.metadata ?? {});
-  const carried: Record<string, string> = {};
+  return carried(await storedMetadata(store, entry));
+}
+
+/** The metadata stored with an object, as its listing or (where the listing carries none: S3) a stat gives it. */
+async function storedMetadata(store: SnapStore, entry: CatalogEntry): Promise<Record<string, string>> {
+  if (Object.keys(entry.metadata).length > 0) return entry.metadata;
+  return (await store.stat(entry.name, versionOf(entry)))?.metadata ?? {};
+}
+
+function carried(raw: Record<string, string>): Record<string, string> {
+  const kept: Record<string, string> = {};
   for (const key of CARRIED) {
     const value = raw[key];
     if (value === undefined) continue;
     try {
       checkMetadata({ [key]: value });
-      carried[key] = value;
+      kept[key] = value;
     } catch {}
   }
-  return carried;
+  return kept;
 }
 
 /**
@@ -63,7 +69,8 @@ export async function copyObject(
   entry: CatalogEntry,
   options: { signal?: AbortSignal; onBytes?: (bytes: number) => void; check?: CopyCheck } = {},
 ): Promise<CopiedObject> {
-  const metadata = await objectMetadata(from, entry);
+  const stored = await storedMetadata(from, entry);
+  const metadata = carried(stored);
   // Where the kernel (two local stores) or the store's server (two buckets of one S3 endpoint) can copy a snapshot
   // whose recorded sha256 suffices as its check, it does, and that sha256 is proven of what landed before it counts:
   // the bytes never pass through this program. Not for a version read through a delete marker, nor encrypted bytes.
@@ -72,7 +79,7 @@ export async function copyObject(
     options.check === 'stored' &&
     sha256 &&
     versionOf(entry).versionId === undefined &&
-    !entry.metadata[METADATA_ENCRYPTION_KEY_ID];
+    !stored[METADATA_ENCRYPTION_KEY_ID];
   const where = copyable ? from.copySource?.(entry.name) : undefined;
   if (where && sha256 && to.putCopy) {
     const expected = { sha256, size: entry.size };
