@@ -250,6 +250,19 @@ async function setAsideBySidecar(
     } finally {
       await store.close?.();
     }
+    // With gc's deletions nothing of this history is left to restore until the sidecar, finding no chain, has stored
+    // a full snapshot: the operator waits for it before anything else, as the run does.
+    const stored = async () =>
+      (await ctx.checker.listing()).some((e) => e.kind === 'Full' && e.lastRevision > revision);
+    const waitUntil = Date.now() + 60_000;
+    while (!(await stored()) && Date.now() < waitUntil) await sleep(500);
+    if (!(await stored())) {
+      ctx.violate({
+        check: 'set-aside',
+        subject: `restore at step ${ctx.step()}`,
+        message: `60 s after the snapshots past revision ${revision} were moved to forks/ by hand, the sidecars have stored no full snapshot of the restored history`,
+      });
+    }
     return;
   }
   if (still.length > 0) {
