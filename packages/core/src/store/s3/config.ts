@@ -148,3 +148,12 @@ export async function s3Config(location: StoreLocation, env: NodeJS.ProcessEnv =
     credentialsHint: `check ${AWS_CREDENTIAL_ENV.directory} / ${AWS_CREDENTIAL_ENV.json}, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY`,
   };
 }
+
+/** The server-side encryption (S3 or KMS keys) an upload of this store asks for, as request parameters. */
+export function encryptionParams(config: Pick<S3Config, 'sse'>) {
+  const { sse } = config;
+  return {
+    ...(sse && { ServerSideEncryption: sse.type }),
+    ...(sse?.type === 'aws:kms' && { SSEKMSKeyId: sse.kmsKeyId }),
+  };
+}

@@ -33,7 +33,7 @@ import type { StoreLocation } from '../store-url.js';
 import { METADATA_SHA256, storedAgain } from '../stored-digest.js';
 import { createS3Client } from './client.js';
 import { ecsConfig, ocsConfig } from './compatible.js';
-import { type S3Config, s3Config } from './config.js';
+import { encryptionParams, type S3Config, s3Config } from './config.js';
 import { s3Failure } from './errors.js';
 import { PutRequests } from './put-requests.js';
 import { S3ServerCopies } from './server-copy.js';
@@ -92,8 +92,7 @@ export class S3Store implements SnapStore {
         Metadata: options.metadata,
         ContentType: 'application/octet-stream',
         ...this.customerKey(),
-        ...(this.config.sse && { ServerSideEncryption: this.config.sse.type }),
-        ...(this.config.sse?.type === 'aws:kms' && { SSEKMSKeyId: this.config.sse.kmsKeyId }),
+        ...encryptionParams(this.config),
       },
     });
     upload.on('httpUploadProgress', () => collectGarbage('major')); // a part sent is garbage now: memory-bound.ts

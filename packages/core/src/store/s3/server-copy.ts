@@ -15,7 +15,7 @@ import {
   sendOnce,
 } from '../snapstore.js';
 import { storedDigestMismatch } from '../stored-digest.js';
-import type { S3Config } from './config.js';
+import { encryptionParams, type S3Config } from './config.js';
 import { s3Failure } from './errors.js';
 
 /** The most one UploadPartCopy copies; a larger object would need parts whose checksums S3 only combines. */
@@ -59,7 +59,7 @@ export class S3ServerCopies {
   ): Promise<CopyWay | undefined> {
     const send: RequestSender = options.send ?? sendOnce;
     const { signal } = options;
-    const { bucket: Bucket, sse } = this.config;
+    const { bucket: Bucket } = this.config;
     const created = await send(
       () =>
         this.client.send(
@@ -69,8 +69,7 @@ export class S3ServerCopies {
             Metadata: options.metadata,
             ContentType: 'application/octet-stream',
             ChecksumAlgorithm: 'SHA256',
-            ...(sse && { ServerSideEncryption: sse.type }),
-            ...(sse?.type === 'aws:kms' && { SSEKMSKeyId: sse.kmsKeyId }),
+            ...encryptionParams(this.config),
           }),
           { abortSignal: signal },
         ),
