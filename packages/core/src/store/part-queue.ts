@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { collectGarbage } from '../common/memory-bound.js';
+import { uploadInParts } from '../common/memory-bound.js';
 
 /**
  * Streams a body to a store in parts, the shape of lib-storage's Upload: cut into `partSize` pieces, at most
@@ -36,6 +36,7 @@ export async function sendInParts(
   const inFlight = new Set<Promise<void>>();
   let failure: { error: unknown } | undefined;
   let count = 0;
+  const garbage = uploadInParts(options.partSize);
   try {
     options.signal?.throwIfAborted();
     for await (const data of parts) {
@@ -49,7 +50,7 @@ export async function sendInParts(
         })
         .finally(() => {
           inFlight.delete(sending);
-          collectGarbage('major'); // the part sent is garbage now: see memory-bound.ts
+          garbage.sent(data.length); // the part sent is garbage now: see memory-bound.ts
         });
       inFlight.add(sending);
       if (inFlight.size >= options.partsInFlight) await Promise.race(inFlight);
@@ -61,6 +62,7 @@ export async function sendInParts(
     options.signal?.removeEventListener('abort', onAbort);
   }
   await Promise.allSettled(inFlight);
+  garbage.end();
   if (options.signal?.aborted) throw options.signal.reason;
   if (failure) throw failure.error;
   if (controller.signal.aborted) throw controller.signal.reason;

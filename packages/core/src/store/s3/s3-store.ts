@@ -8,7 +8,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
-import { collectGarbage } from '../../common/memory-bound.js';
+import { uploadInParts } from '../../common/memory-bound.js';
 import { parseSnapshotName } from '../../format/snapshot-name.js';
 import { checkMetadata } from '../metadata.js';
 import { checkObjectName, listingPrefix, nameOfKey, objectKey } from '../object-name.js';
@@ -95,7 +95,14 @@ export class S3Store implements SnapStore {
         ...encryptionParams(this.config),
       },
     });
-    upload.on('httpUploadProgress', () => collectGarbage('major')); // a part sent is garbage now: memory-bound.ts
+    // Each part sent is garbage now (memory-bound.ts); `loaded` counts the bytes sent so far.
+    const garbage = uploadInParts(this.config.transfer.partSize);
+    let loaded = 0;
+    upload.on('httpUploadProgress', (progress) => {
+      const now = progress.loaded ?? loaded;
+      garbage.sent(now - loaded);
+      loaded = now;
+    });
     const onAbort = () => requests.abortController.abort(signal?.reason);
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
@@ -108,6 +115,7 @@ export class S3Store implements SnapStore {
       if (signal?.aborted) throw signal.reason;
       throw s3Failure(this.config, `put "${name}"`, cause);
     } finally {
+      garbage.end();
       signal?.removeEventListener('abort', onAbort);
     }
   }
