@@ -11,7 +11,7 @@ import { type CompressionPolicy, compressor } from '../format/compression.js';
 import { FullSnapshotCheck, type FullSnapshotFacts } from '../format/full-snapshot-check.js';
 import { StoredDigest } from '../store/stored-digest.js';
 
-/** Plain data: it crosses into the snapshot process (isolated-snapshot.ts). */
+/** What snapshotToFile takes a full snapshot of, and where it writes it. */
 export interface SnapshotToFileRequest {
   connection: EtcdConnection;
   /** The member reachMember found, its auth token, and the db size it reported (for progress). */
@@ -20,6 +20,8 @@ export interface SnapshotToFileRequest {
   dbSize: number;
   compression: CompressionPolicy;
   file: string;
+  /** Compress on threads of the compressor's own (compression.ts, `parallel`): the default. */
+  parallel?: boolean;
 }
 
 export interface SnapshotFile {
@@ -50,7 +52,7 @@ export async function snapshotToFile(
     boundedMemory(),
     byteProgress(logger, 'snapshot', request.dbSize),
     check,
-    compressor(request.compression, { parallel: true }),
+    compressor(request.compression, { parallel: request.parallel ?? true }),
     stored,
     ...(sealer ? [sealer] : []),
     createWriteStream(request.file),

@@ -9,7 +9,6 @@ import { parseSnapshotName, type SnapshotRef, snapshotName } from '../format/sna
 import type { SnapStore } from '../store/snapstore.js';
 import { storeFile } from '../store/store-file.js';
 import { METADATA_SHA256 } from '../store/stored-digest.js';
-import { snapshotToFileInChild } from './isolated-snapshot.js';
 import { etcdRevisionDigest, METADATA_REVISION_DIGEST } from './revision-digest.js';
 import { snapshotToFile } from './snapshot-to-file.js';
 
@@ -26,10 +25,11 @@ export interface FullSnapshotOptions {
   signal?: AbortSignal;
   now?: () => Date;
   /**
-   * Take it in a short-lived child process (isolated-snapshot.ts), for a long-running caller whose memory must
-   * not keep what a snapshot needs for a few seconds; a one-off program gains nothing from it.
+   * false: compress on this thread, for a long-running caller (the sidecar) whose memory counts for longer than
+   * the snapshot's speed: zstd's two worker threads took ~3 MB more at the sidecar's peak, and their buffers,
+   * freed into its one malloc arena, stayed resident after the snapshot (docs/performance.md).
    */
-  isolated?: boolean;
+  parallel?: boolean;
 }
 
 export interface SavedFullSnapshot {
@@ -62,17 +62,21 @@ export async function takeFullSnapshot(options: FullSnapshotOptions): Promise<Sa
   try {
     const temp = join(workDir, 'snapshot');
     const { connection, compression, signal } = options;
-    const request = { connection, endpoint, token, dbSize: status.dbSize, compression, file: temp };
+    const request = {
+      connection,
+      endpoint,
+      token,
+      dbSize: status.dbSize,
+      compression,
+      file: temp,
+      parallel: options.parallel,
+    };
     // Encrypted on the pass that writes the file when the store encrypts (reading it again would add a pass);
     // the key stays in this process, so an encrypting store takes the snapshot here.
     const sealer = options.store.sealer?.();
-    const {
-      facts,
-      storedSha256,
-      storedSize: written,
-    } = options.isolated && !sealer
-      ? await snapshotToFileInChild(request, logger, signal)
-      : await snapshotToFile(request, logger, signal, sealer);
+    // In the caller's own process, the sidecar's too: a child process of its own would add a second Node runtime
+    // (~25 MB of anonymous memory) to what the pod's memory limit counts while it runs (docs/performance.md).
+    const { facts, storedSha256, storedSize: written } = await snapshotToFile(request, logger, signal, sealer);
     const name = await unusedName(options.store, {
       kind: 'Full',
       startRevision: 0,

@@ -167,7 +167,7 @@ export class FullSnapshots {
         final,
         logger: this.logger,
         signal: this.options.signal,
-        isolated: true,
+        parallel: false, // the sidecar's memory counts for longer than a full snapshot's speed
       });
     } catch (err) {
       if (!this.options.signal.aborted) {

@@ -38,7 +38,7 @@ export async function spoolFullSnapshot(options: {
     compression: options.compression,
     tempDir: options.tempDir,
     signal: options.signal,
-    isolated: true,
+    parallel: false, // as full-snapshots.ts
     // Its closing line would say the snapshot is in the store; only its progress is passed on.
     logger: {
       json: logger.json,
