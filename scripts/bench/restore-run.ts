@@ -51,6 +51,11 @@ export async function measureRestore(options: {
   memoryLimitBytes?: number;
   /** The checkout whose built etcd-restore runs (default: this one). */
   root?: string;
+  /**
+   * false: the restored keyspace is the one the restore's verification read from the db file, not one read from an
+   * etcd started on the result (which takes minutes on a db of GiBs).
+   */
+  startEtcd?: boolean;
 }): Promise<MeasuredRestore> {
   const peerPort = await freePort();
   const peer = `http://127.0.0.1:${peerPort}`;
@@ -66,11 +71,13 @@ export async function measureRestore(options: {
     { phaseOf: restorePhase, memoryLimitBytes: options.memoryLimitBytes },
   );
   if (run.code !== 0) return { run };
+  const result = JSON.parse(run.stdout) as MeasuredRestore['result'];
+  if (options.startEtcd === false) return { run, result, fingerprint: result?.fingerprint };
   const [fingerprint] = await fingerprintRestored([{ name: 'bench', dataDir: options.dataDir, peerPort }], {
     initialCluster: `bench=${peer}`,
     clusterToken: 'bench',
   });
-  return { run, result: JSON.parse(run.stdout), fingerprint };
+  return { run, result, fingerprint };
 }
 
 /** The last line of a failed run's log, for a table cell. */

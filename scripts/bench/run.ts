@@ -10,7 +10,6 @@
 import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import {
   type CompressionPolicy,
@@ -29,6 +28,7 @@ import { measureLog } from './log-run.ts';
 import { type Measurement, measure, printTable } from './measure.ts';
 import { failure, measureRestore } from './restore-run.ts';
 import { measureEtcdctlSave, measureSave } from './save-run.ts';
+import { storeReaches, until } from './store-progress.ts';
 import { startTarget } from './store-targets.ts';
 import { loadValue, valuePool, writeLoad } from './write-load.ts';
 
@@ -85,19 +85,6 @@ async function pushEbrRow(program: string, reference: string, command: ReturnTyp
 const wrong: string[] = [];
 const same = (a: KeyspaceFingerprint | undefined, b: KeyspaceFingerprint) =>
   a !== undefined && a.sha256 === b.sha256 && a.revision === b.revision;
-
-/** Polls until `probe` holds. */
-async function until(what: string, probe: () => Promise<boolean>, ms = 300_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await probe().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
-
-/** The newest revision a store's snapshots reach. */
-const storeReaches = async (dir: string) =>
-  Math.max(0, ...(await listSnapshots(new LocalStore(dir)).catch(() => [])).map((e) => e.lastRevision));
 
 console.log(
   `dataset: ${keys} keys of 1 KiB, then ${revisions} revisions over ${over} keys at ${rate}/s; ${compression}; ${cpus().length} CPUs, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, load ${loadavg()[0].toFixed(1)}`,

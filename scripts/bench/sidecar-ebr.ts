@@ -7,13 +7,13 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { freePort, LocalStore, listSnapshots, memberStatus } from '@etcd-steward/core';
+import { freePort, memberStatus } from '@etcd-steward/core';
 import { startCluster } from '@etcd-steward/testing';
 import { loadConfigMaps } from './config-maps.ts';
 import { ebrCommand } from './ebr.ts';
 import { type Measurement, measure, printTable } from './measure.ts';
+import { storeReaches, until } from './store-progress.ts';
 import { loadValue, valuePool, writeLoad } from './write-load.ts';
 
 const { values } = parseArgs({
@@ -37,16 +37,6 @@ memory of the group and peak RSS, and the ratio of ours to ebr's. Build first (p
 const runs = Number(values.runs);
 const root = new URL('../..', import.meta.url).pathname;
 const LIMIT = 2 ** 30;
-
-const storeReaches = async (dir: string) =>
-  Math.max(0, ...(await listSnapshots(new LocalStore(dir)).catch(() => [])).map((e) => e.lastRevision));
-async function until(what: string, probe: () => Promise<boolean>, ms = 600_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await probe().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 /** One sidecar through the load, measured in its cgroup. */
 async function runSidecar(who: 'ours' | 'ebr'): Promise<Measurement> {
