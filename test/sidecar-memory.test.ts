@@ -2,14 +2,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { LocalStore, listSnapshots } from '@etcd-steward/core';
 import { startCluster } from '@etcd-steward/testing';
 import { expect, it } from 'vitest';
-import {
-  firstDelta,
-  metric,
-  type SidecarProcess,
-  startSidecar,
-  startWriter,
-  waitFor,
-} from './sidecar-helpers.js';
+import { firstDelta, metric, type SidecarProcess, startSidecar, startWriter, waitFor } from './sidecar-helpers.js';
 import { tempDir } from './temp-dir.js';
 
 const at = tempDir('sidecar-memory-');

@@ -97,6 +97,7 @@ export function plotSizes(results: SizeResult[]): string {
   ];
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${2 * W}" height="${height}" font-family="sans-serif" font-size="12">`,
+    '<title>Time and peak memory of each program against the db size</title>',
     `<rect width="100%" height="100%" fill="white"/>`,
     chart(results, 0, 'wall time (s, log scale)', (f) => f.seconds),
     chart(results, W, 'peak memory of the process tree (MB, log scale)', (f) => f.peakMb),
