@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import type { CatalogEntry } from '../backup/snapshot-catalog.js';
 import type { SnapshotChain } from '../backup/snapshot-chain.js';
 import type { OnRecovered } from '../backup/stored-versions.js';
-import type { ParentChannel } from '../common/child-process.js';
+import type { ParentChannel } from '../common/child-thread.js';
 import { errorMessage, IntegrityError, OperationError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { Fetched } from '../common/ordered-prefetch.js';

@@ -1,4 +1,4 @@
-import { serveParent } from '../common/child-process.js';
+import { serveParent } from '../common/child-thread.js';
 import type { ChainSource } from '../replay/chain-source.js';
 import { replayChain } from '../replay/replay-chain.js';
 import type { SnapStore } from '../store/snapstore.js';

@@ -1,6 +1,6 @@
 import type { SnapshotChain } from '../backup/snapshot-chain.js';
 import type { OnRecovered } from '../backup/stored-versions.js';
-import { childEntry, runChild } from '../common/child-process.js';
+import { childEntry, runChild } from '../common/child-thread.js';
 import { IntegrityError, OperationError, UsageError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { EtcdBinaries } from '../etcd/etcd-binaries.js';
@@ -79,8 +79,6 @@ export async function replayInChild(
         name: 'the replay thread',
         logger,
         signal,
-        // It stops its private etcd, if any, before it ends.
-        stop: 'message',
         revive,
         onMessage: feed?.onMessage,
       },

@@ -1,11 +1,10 @@
-import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { parentPort, type ResourceLimits, Worker } from 'node:worker_threads';
 import { errorMessage, OperationError } from './errors.js';
 import type { Logger } from './logger.js';
 
 /**
- * The built `.js` file of a child process's entry module beside the caller (`callerUrl`: its import.meta.url).
+ * The built `.js` file of a child thread's entry module beside the caller (`callerUrl`: its import.meta.url).
  * Tests run core from its TypeScript sources, where no `.js` stands beside them: the child then starts from the
  * build (`dist/`), which scripts/test makes first.
  */
@@ -14,7 +13,7 @@ export function childEntry(callerUrl: string, file: string): string {
   return callerUrl.endsWith('.ts') ? path.replace(/\/src\/(?!.*\/src\/)/, '/dist/') : path;
 }
 
-/** A log line a child process sends its parent, which logs it as its own. */
+/** A log line a child thread sends its parent, which logs it as its own. */
 export interface ChildLogMessage {
   type: 'log';
   level: 'info' | 'warn' | 'progress';
@@ -22,25 +21,23 @@ export interface ChildLogMessage {
   fields: Record<string, unknown>;
 }
 
-/** What a child process sends its parent: log lines, then its outcome (an error by its class name and text). */
+/** What a child thread sends its parent: log lines, then its outcome (an error by its class name and text). */
 export type ChildMessage<T> =
   | ChildLogMessage
   | { type: 'done'; result: T }
   | { type: 'failed'; name: string; message: string };
 
-/** The messages between a parent and its child, whichever carries them: an IPC channel or a worker's port. */
+/** The messages between a parent and its child: the worker's port, from either end. */
 interface Link {
   send(message: object): void;
   onMessage<M>(handler: (message: M) => void): void;
 }
 
-/** The child's end of its link: the IPC channel of a forked process, or the port of a worker thread. */
+/** The child's end of its link. */
 function childLink(): Link {
-  if (parentPort) {
-    const port = parentPort;
-    return { send: (m) => port.postMessage(m), onMessage: (handler) => port.on('message', handler) };
-  }
-  return { send: (m) => process.send!(m), onMessage: (handler) => process.on('message', handler) };
+  if (!parentPort) throw new Error('serveParent runs in a worker thread that runChild started');
+  const port = parentPort;
+  return { send: (m) => port.postMessage(m), onMessage: (handler) => port.on('message', handler) };
 }
 
 /** In a child started by runChild: a Logger whose lines go to the parent. */
@@ -57,40 +54,28 @@ export function parentLogger(link: Link = childLink()): Logger {
 }
 
 export interface ChildOptions {
-  /** The entry module (childEntry), and its command line: never a secret, the request carries those. */
+  /** The entry module (childEntry). */
   entry: string;
-  args?: string[];
-  /** Node's flags for a child process (its heap's, say). */
-  execArgv?: string[];
-  env?: NodeJS.ProcessEnv;
   /**
-   * Run it in a worker thread of this process instead, its heap bounded by these limits: one Node runtime in
-   * memory, not two (the `node` binary's ~50 MB of pages, mapped by each process, and its start). A worker shares
-   * this process's environment and malloc settings; its heap goes back to the system when it ends.
+   * Its heap's limits. A worker thread, not a process: one Node runtime in memory, not two (the `node` binary's
+   * ~50 MB of pages, mapped by each process, and its start). It shares this process's environment and malloc
+   * settings; its heap goes back to the system when it ends.
    */
-  thread?: ResourceLimits;
-  /** The child as errors name it, e.g. "the replay process". */
+  thread: ResourceLimits;
+  /** The child as errors name it, e.g. "the replay thread". */
   name: string;
   logger: Logger;
+  /** Asks the child to stop: its outcome (an error) settles the call once it has cleaned up after itself. */
   signal?: AbortSignal;
-  /**
-   * How stopping `signal` reaches the child: `message` asks it to stop, and its outcome (an error) settles the
-   * call once it has cleaned up after itself; `kill` ends it at once (SIGKILL, or a worker terminated) and rejects
-   * with the signal's reason.
-   */
-  stop: 'message' | 'kill';
   /** The child's error, from its class name and text, as the caller tells errors apart. */
   revive?: (name: string, message: string) => Error;
-  /** Called with a child process's pid once it runs (to record it for a later run to stop); not for a thread. */
-  started?: (pid: number | undefined) => void;
   /** A message of the caller's own (neither a log line nor an outcome), and how to answer the child. */
   onMessage?: (message: { type: string }, send: (message: object) => void) => void;
 }
 
-/** The parent's end of a child: a forked process or a worker thread, as runChild drives either. */
+/** The parent's end of a child thread, as runChild drives it. */
 interface Child extends Link {
   readonly connected: boolean;
-  kill(): void;
   onError(handler: (err: Error) => void): void;
   /** How it ended, for an error when it ended without an outcome. */
   onExit(handler: (how: string) => void): void;
@@ -98,30 +83,8 @@ interface Child extends Link {
   ended(): Promise<void>;
 }
 
-function forkChild(options: ChildOptions): Child {
-  const child = fork(options.entry, options.args ?? [], {
-    execArgv: options.execArgv,
-    ...(options.env ? { env: options.env } : {}),
-    serialization: 'advanced',
-    stdio: 'inherit',
-  });
-  options.started?.(child.pid);
-  return {
-    get connected() {
-      return child.connected;
-    },
-    send: (m) => child.send(m),
-    onMessage: (handler) => child.on('message', handler),
-    kill: () => child.kill('SIGKILL'),
-    onError: (handler) => child.on('error', handler),
-    onExit: (handler) => child.on('exit', (code, sig) => handler(sig ?? `exit ${code}`)),
-    // it disconnects once its outcome is sent, and exits on its own: a parent need not wait for that
-    ended: () => Promise.resolve(),
-  };
-}
-
 function threadChild(options: ChildOptions): Child {
-  const worker = new Worker(options.entry, { argv: options.args ?? [], resourceLimits: options.thread });
+  const worker = new Worker(options.entry, { resourceLimits: options.thread });
   let exited = false;
   const exit = new Promise<void>((resolve) => worker.once('exit', resolve));
   worker.once('exit', () => (exited = true));
@@ -131,7 +94,6 @@ function threadChild(options: ChildOptions): Child {
     },
     send: (m) => worker.postMessage(m),
     onMessage: (handler) => worker.on('message', handler),
-    kill: () => void worker.terminate(),
     onError: (handler) => worker.on('error', handler),
     onExit: (handler) => worker.on('exit', (code) => handler(`exit ${code}`)),
     // its outcome is sent once its work is done and cleaned up after: nothing is left for it to do
@@ -140,19 +102,19 @@ function threadChild(options: ChildOptions): Child {
 }
 
 /**
- * Runs one request in a child process or thread (its side: serveParent) and resolves with its result. The request
- * goes over the IPC channel or the worker's port, never on the command line; the child's log lines go to `logger`.
+ * Runs one request in a child thread (its side: serveParent) and resolves with its result. The request goes over
+ * the worker's port; the child's log lines go to `logger`.
  * A child that ends without an outcome is an error naming how it ended.
  */
 export function runChild<T>(options: ChildOptions, request: unknown): Promise<T> {
   return new Promise((resolve, reject) => {
     const { signal } = options;
-    // stopped before it started: no child to ask or to kill
+    // stopped before it started: no child to ask
     if (signal?.aborted) {
       reject(signal.reason);
       return;
     }
-    const child = options.thread ? threadChild(options) : forkChild(options);
+    const child = threadChild(options);
     let settled = false;
     const settle = (fn: () => void) => {
       if (settled) return;
@@ -161,12 +123,7 @@ export function runChild<T>(options: ChildOptions, request: unknown): Promise<T>
       fn();
     };
     const onAbort = () => {
-      if (options.stop === 'message') {
-        if (child.connected) child.send({ type: 'abort' });
-        return;
-      }
-      child.kill();
-      settle(() => reject(signal?.reason ?? new OperationError(`${options.name} was stopped`)));
+      if (child.connected) child.send({ type: 'abort' });
     };
     signal?.addEventListener('abort', onAbort, { once: true });
     child.onMessage((m: ChildMessage<T>) => {
@@ -192,8 +149,7 @@ export interface ParentChannel {
 
 /**
  * The child's side of runChild: runs `work` on the request it is sent, with a signal that an `abort` message
- * stops, sends the outcome and disconnects. Without its parent nobody waits for the outcome: it exits (its
- * exit handlers stop whatever it started).
+ * stops, and sends the outcome.
  */
 export function serveParent<R, T>(
   work: (request: R, logger: Logger, signal: AbortSignal, parent: ParentChannel) => Promise<T>,
@@ -201,13 +157,6 @@ export function serveParent<R, T>(
   const link = childLink();
   const logger = parentLogger(link);
   const controller = new AbortController();
-  let finished = false;
-  // a process without its parent: nobody waits for the outcome (a thread ends with its process)
-  if (!parentPort) {
-    process.on('disconnect', () => {
-      if (!finished) process.exit(1);
-    });
-  }
   const handlers: Array<(message: { type: string }) => void> = [];
   const parent: ParentChannel = {
     send: (message) => link.send(message),
@@ -225,8 +174,6 @@ export function serveParent<R, T>(
     } catch (err) {
       outcome = { type: 'failed', name: (err as Error)?.name ?? 'Error', message: errorMessage(err) };
     }
-    finished = true;
-    if (parentPort) parentPort.postMessage(outcome);
-    else process.send!(outcome, () => process.disconnect());
+    link.send(outcome);
   }
 }
