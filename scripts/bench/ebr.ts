@@ -9,6 +9,10 @@ const COMMANDS = {
   compact:
     'compact --storage-provider=Local --store-container={container} --store-prefix={prefix} --data-dir={dir}/data --restoration-temp-snapshots-dir={dir}/tmp --snapstore-temp-directory={dir}/tmp --embedded-etcd-quota-bytes=8589934592',
   copy: 'copy --storage-provider=Local --store-container={to} --source-storage-provider=Local --source-store-container={from} --snapstore-temp-directory={dir}/tmp',
+  copy_to_s3:
+    'copy --storage-provider=S3 --store-container={to} --store-prefix={toPrefix} --source-storage-provider=Local --source-store-container={container} --source-store-prefix={prefix} --snapstore-temp-directory={dir}/tmp --source-snapstore-temp-directory={dir}/tmp',
+  copy_from_s3:
+    'copy --storage-provider=Local --store-container={container} --store-prefix={prefix} --source-storage-provider=S3 --source-store-container={from} --source-store-prefix={fromPrefix} --snapstore-temp-directory={dir}/tmp --source-snapstore-temp-directory={dir}/tmp',
   copy_s3:
     'copy --storage-provider=S3 --store-container={to} --store-prefix={toPrefix} --source-storage-provider=S3 --source-store-container={from} --source-store-prefix={fromPrefix} --snapstore-temp-directory={dir}/tmp --source-snapstore-temp-directory={dir}/tmp',
   snapshot:

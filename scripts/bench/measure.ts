@@ -23,6 +23,11 @@ export interface Measurement {
   stderr: string;
   /** Peak of the sum over the tree; each peak is its own maximum (anon and total need not peak together). */
   peakRssMb: number;
+  /**
+   * User + system CPU of the whole tree, as last sampled from /proc (every 10 ms): what each process had used when
+   * last seen, so up to 10 ms of each is missed.
+   */
+  cpuSeconds: number;
   peakAnonMb: number;
   /** Per process role (`roleOf`): the largest RSS, anon and file RSS any process of that role had. */
   processes: Map<string, MemoryPeak>;
@@ -55,6 +60,18 @@ function childrenOf(pid: number): number[] {
 /** A process and all its descendants, now. */
 export function treePids(pid: number): number[] {
   return [pid, ...childrenOf(pid).flatMap(treePids)];
+}
+
+/** A process's user + system CPU so far in seconds, from /proc (clock ticks of 10 ms); undefined once it is gone. */
+function cpuOf(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // the fields after the command name, which is in parentheses and may hold spaces: utime and stime are 14 and 15
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return undefined;
+  }
 }
 
 /** A process's resident memory now, from /proc; undefined once it is gone. */
@@ -120,6 +137,7 @@ export function measure(command: string, args: string[], options: MeasureOptions
     let phase = { name: 'start', from: 0, peak: { rssMb: 0, anonMb: 0, fileMb: 0 } as MemoryPeak };
     const endPhase = () => phases.push({ name: phase.name, seconds: elapsed() - phase.from, ...phase.peak });
     let tree: MemoryPeak = { rssMb: 0, anonMb: 0, fileMb: 0 };
+    const cpu = new Map<number, number>();
     let stdout = '';
     let stderr = '';
     let partial = '';
@@ -140,6 +158,8 @@ export function measure(command: string, args: string[], options: MeasureOptions
       if (!root) return;
       const sum: MemoryPeak = { rssMb: 0, anonMb: 0, fileMb: 0 };
       for (const pid of treePids(root)) {
+        const used = cpuOf(pid);
+        if (used !== undefined) cpu.set(pid, used);
         const s = residentMemory(pid);
         if (!s) continue;
         // Read every time: a process may exec after it was first seen (the cgroup shell, a fork of node).
@@ -172,6 +192,7 @@ export function measure(command: string, args: string[], options: MeasureOptions
         stderr,
         peakRssMb: tree.rssMb,
         peakAnonMb: tree.anonMb,
+        cpuSeconds: [...cpu.values()].reduce((a, b) => a + b, 0),
         processes,
         phases,
         ...(report ? { cgroup: report } : {}),

@@ -23,13 +23,13 @@ import {
 import { startCluster } from '@etcd-steward/testing';
 import { measureCompaction } from './compact-run.ts';
 import { loadConfigMaps } from './config-maps.ts';
+import { measureS3Copies } from './copy-run.ts';
 import { ebrCommand } from './ebr.ts';
 import { measureLog } from './log-run.ts';
 import { type Measurement, measure, printTable } from './measure.ts';
 import { failure, measureRestore } from './restore-run.ts';
 import { measureEtcdctlSave, measureSave } from './save-run.ts';
 import { storeReaches, until } from './store-progress.ts';
-import { startTarget } from './store-targets.ts';
 import { loadValue, valuePool, writeLoad } from './write-load.ts';
 
 const { values } = parseArgs({
@@ -280,44 +280,9 @@ try {
     }),
   );
 
-  // Two buckets of one S3 server: ours has the server copy what a recorded sha256 proves (docs/copy-backups.md), ebr
-  // streams every object through itself. The chain is put in the first bucket by our copy, not measured.
-  const s3 = await startTarget('s3', join(work, 's3'), '5MiB', '2', ['copies']);
-  try {
-    const copyBin = bin('copy-backups', 'etcd-copy-backups');
-    const filled = await measure(process.execPath, [copyBin, '--from', `file://${storeDir}`, '--to', s3.url], {
-      env: s3.env,
-    });
-    if (filled.code !== 0) wrong.push(`etcd-copy-backups local → S3 failed: ${failure(filled)}`);
-    const ours = await measure(
-      process.execPath,
-      [copyBin, '--from', s3.url, '--to', s3.urlIn!('copies', 'ours'), '--output', 'json'],
-      { env: s3.env },
-    );
-    const summary = ours.code === 0 ? JSON.parse(ours.stdout) : undefined;
-    if (summary?.copied !== chain) wrong.push(`etcd-copy-backups S3 → S3: ${summary?.copied ?? 0} of ${chain} copied`);
-    const ebrS3 = ebrCommand('copy_s3', '', {
-      ...{ from: 'bench', fromPrefix: 'etcd', to: 'copies', toPrefix: 'ebr', dir: join(work, 'ebr-copy-work') },
-    });
-    if (ebrS3) await mkdir(join(work, 'ebr-copy-work', 'tmp'), { recursive: true });
-    const credentials = s3.env.AWS_APPLICATION_CREDENTIALS_JSON;
-    const theirs =
-      ebrS3 &&
-      (await measure(ebrS3.bin, ebrS3.args, {
-        env: { ...s3.env, SOURCE_AWS_APPLICATION_CREDENTIALS_JSON: credentials },
-      }));
-    rows.push({
-      program: 'etcd-copy-backups S3 → S3 (two buckets, one server)',
-      ours,
-      reference: ebrS3 ? 'ebr copy' : undefined,
-      theirs,
-      result: summary
-        ? `${summary.copied} of ${chain} objects, ${summary.ways.server} copied by the server${theirs && theirs.code !== 0 ? `; ebr: exit ${theirs.code}` : ''}`
-        : failure(ours),
-    });
-  } finally {
-    await s3.stop();
-  }
+  const s3Copies = await measureS3Copies(storeDir, work, chain);
+  rows.push(...s3Copies.rows);
+  wrong.push(...s3Copies.wrong);
 } finally {
   if (values.keep) {
     // the dataset stays; what the programs made of it goes
@@ -332,6 +297,7 @@ try {
       'ebr-compact',
       'save-store',
       's3',
+      's3-down',
     ])
       await rm(join(work, made), { recursive: true, force: true });
   } else {

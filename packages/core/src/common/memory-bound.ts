@@ -24,49 +24,6 @@ export function collectGarbage(type: 'minor' | 'major'): void {
   collect({ type });
 }
 
-/*
- * A collection that follows the dead parts. A part of an upload (MiBs, alive until it is sent) outlives the young
- * generation, so only a full collection frees it, and V8 left alone lets dead parts reach ~64 MB before it collects.
- * A full collection costs in proportion to the live heap, not to the garbage it frees; so one after every part of
- * every upload, with N uploads at once (a copy of many objects), collects N times as often over a heap N times as
- * large: a third of such a copy's CPU went to it. Instead the bytes released by all uploads are counted together,
- * and a full collection comes once they reach the part memory of the uploads in flight (the sum of their part
- * sizes): one upload collects after every part, as before, which holds its peak; N uploads collect once per N
- * parts, as much dead memory beside their live parts as one upload has beside its own, at a constant CPU per byte.
- */
-let deadBytes = 0;
-let partMemory = 0;
-
-/**
- * Bytes just made garbage that only a full collection frees (a part sent, a delta written): one comes once the bytes
- * released since the last reach the part memory of the uploads in flight, at once when none is in flight. (V8's own
- * full collections free them too, but counting from those, seen through a 'gc' PerformanceObserver, saved nothing
- * measurable in a copy of many objects.)
- */
-export function garbageReleased(bytes: number): void {
-  deadBytes += bytes;
-  if (deadBytes < partMemory) return;
-  deadBytes = 0;
-  collect({ type: 'major' });
-}
-
-/**
- * An upload in parts of about `partSize` bytes begins: its parts count toward the dead memory tolerated until it
- * ends (`end`, once). `sent(bytes)` after each part sent, which is garbage now.
- */
-export function uploadInParts(partSize: number): { sent(bytes: number): void; end(): void } {
-  partMemory += partSize;
-  let ended = false;
-  return {
-    sent: garbageReleased,
-    end() {
-      if (ended) return;
-      ended = true;
-      partMemory -= partSize;
-    },
-  };
-}
-
 /** A pass-through stage that collects the young generation every `bytes` that flow through it. */
 export function boundedMemory(bytes = 4 << 20): Transform {
   let since = 0;

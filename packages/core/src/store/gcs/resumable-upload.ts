@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { IntegrityError, OperationError } from '../../common/errors.js';
-import { uploadInParts } from '../../common/memory-bound.js';
 import { cutIntoParts } from '../part-queue.js';
 import { withTimeout } from '../request-timeout.js';
 import { TransientError } from '../retry.js';
@@ -69,19 +68,19 @@ export async function uploadResumable(
   // An abort must also wake the loop when it waits for data from a source that has hung.
   const onAbort = () => body.destroy();
   options.signal?.addEventListener('abort', onAbort, { once: true });
-  const garbage = uploadInParts(options.chunkSize);
+  const chunks = cutIntoParts(body, options.chunkSize);
   try {
-    for await (const chunk of cutIntoParts(body, options.chunkSize)) {
+    for await (const chunk of chunks) {
       if (held) {
         await sendChunk(session, held, offset, undefined, options);
         offset += held.length;
-        garbage.sent(held.length); // the chunk sent is garbage now: see memory-bound.ts
+        chunks.release(held);
       }
       md5.update(chunk);
       held = chunk;
     }
   } finally {
-    garbage.end(); // the last chunk, sent below, is collected by the next upload's or V8's collection
+    chunks.end(); // the last chunk, sent below, is not given back: it is garbage once sent
     options.signal?.removeEventListener('abort', onAbort);
   }
   options.signal?.throwIfAborted();

@@ -5,7 +5,7 @@ import { UsageError } from '../../common/errors.js';
 import { type CredentialSource, RotatingCredentials, readCredentials } from '../credential-files.js';
 import { checkMetadata } from '../metadata.js';
 import { checkObjectName, listingPrefix, nameOfKey, objectKey } from '../object-name.js';
-import { cutIntoParts, sendInParts } from '../part-queue.js';
+import { cutIntoParts, sendInParts, wholeOrParts } from '../part-queue.js';
 import { type RetryPolicy, retry, statusOf } from '../retry.js';
 import {
   byName,
@@ -78,11 +78,9 @@ export class OssStore implements SnapStore {
       const client = await this.client();
       const headers = { 'Content-Type': 'application/octet-stream' };
       const meta = (options.metadata ?? {}) as OSS.UserMeta;
-      const parts = cutIntoParts(body, this.config.transfer.partSize)[Symbol.asyncIterator]();
-      const first = await parts.next();
-      const second = first.done ? first : await parts.next();
-      if (second.done) {
-        const data = first.done ? Buffer.alloc(0) : first.value;
+      const cut = await wholeOrParts(cutIntoParts(body, this.config.transfer.partSize));
+      if (!cut.parts) {
+        const data = cut.whole;
         const md5 = createHash('md5').update(data).digest('base64');
         await send(
           () => call(() => client.put(key, data, { headers: { ...headers, 'Content-MD5': md5 }, meta })),
@@ -95,11 +93,6 @@ export class OssStore implements SnapStore {
       upload = { id: uploadId, startedAt, bytes: 0, completing: false };
       const current = upload;
       const done: { number: number; etag: string }[] = [];
-      const rest = (async function* () {
-        yield first.value;
-        yield second.value;
-        for (let next = await parts.next(); !next.done; next = await parts.next()) yield next.value;
-      })();
       const { partSize, partsInFlight } = this.config.transfer;
       await sendInParts(
         body,
@@ -115,7 +108,7 @@ export class OssStore implements SnapStore {
           );
           done[index] = { number: index + 1, etag: part.etag };
         },
-        rest,
+        cut.parts,
       );
       signal?.throwIfAborted();
       current.completing = true;

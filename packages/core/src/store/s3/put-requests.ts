@@ -5,6 +5,7 @@ import {
   HeadObjectCommand,
   type HeadObjectCommandInput,
   ListMultipartUploadsCommand,
+  type PutObjectCommand,
   type S3Client,
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
@@ -13,13 +14,19 @@ import type { RequestSender } from '../snapstore.js';
 /** How far the server's clock may be behind ours when we look for uploads and objects of this put. */
 const CLOCK_SKEW_MS = 15 * 60_000;
 
+/** A request of a put. */
+export type PutCommand =
+  | PutObjectCommand
+  | CreateMultipartUploadCommand
+  | UploadPartCommand
+  | CompleteMultipartUploadCommand;
+
 /**
- * The requests of one put, as lib-storage's Upload sends them. Upload gets a view of the client whose `send`
- * comes here, which lets the store:
+ * The requests of one put (object-upload.ts), which go through here so that the store can:
  * - send each request through the retry sender (a part is a buffer, so it can be sent again as it is);
  * - cancel every request in flight when the put is aborted or one part has failed for good;
- * - learn the upload ids, so that a failed put aborts its multipart upload before put() returns (Upload's
- *   own clean-up may still be running when its done() rejects), and never leaves parts behind;
+ * - learn the upload ids, so that a failed put aborts its multipart upload before put() returns, and never
+ *   leaves parts behind;
  * - settle the two ambiguous cases a lost response leaves: a create whose answer never came (an upload we
  *   do not know the id of) and a complete that did happen although we heard nothing back.
  */
@@ -30,34 +37,30 @@ export class PutRequests {
   private readonly partSizes = new Map<number, number>();
   private createsUnanswered = 0;
   private completedId?: string;
-  /** The first error that ended the put, kept because Upload reports its own "Upload aborted." instead. */
+  /** The first error that ended the put, kept over the cancellations it caused in the other requests. */
   failure?: unknown;
   readonly startedAt = Date.now();
 
   constructor(
     private readonly client: S3Client,
-    private readonly send: RequestSender,
+    private readonly sender: RequestSender,
     private readonly object: Pick<HeadObjectCommandInput, 'Bucket' | 'Key' | 'SSECustomerAlgorithm' | 'SSECustomerKey'>,
   ) {}
 
-  /** Upload's abort controller: aborting it stops Upload and every request of this put. */
-  get abortController(): AbortController {
-    return this.controller;
+  /** Aborted when the put is, or once one request has failed for good: every request of the put stops. */
+  get signal(): AbortSignal {
+    return this.controller.signal;
   }
 
-  /** A client for Upload: everything as the real one, except `send`. */
-  clientView(): S3Client {
-    return new Proxy(this.client, {
-      get: (target, prop) => (prop === 'send' ? this.sendOne : Reflect.get(target, prop)),
-    });
+  abort(reason: unknown): void {
+    this.controller.abort(reason);
   }
 
-  private readonly sendOne = (command: Parameters<S3Client['send']>[0]): Promise<unknown> => {
-    // Upload's own abort comes after ours has run; aborting twice is harmless.
-    if (command instanceof AbortMultipartUploadCommand) return this.client.send(command).catch(() => undefined);
+  /** One request of the put, with its retries; its output as the SDK gives it. */
+  send<T>(command: PutCommand): Promise<T> {
     const signal = this.controller.signal;
     if (signal.aborted) return Promise.reject(signal.reason);
-    const sending = this.send(() => this.attempt(command, signal), signal).catch((err: unknown) => {
+    const sending = this.sender(() => this.attempt(command, signal), signal).catch((err: unknown) => {
       this.failure ??= err;
       this.controller.abort(err); // one part failed for good: stop the others instead of uploading the rest
       throw err;
@@ -67,10 +70,10 @@ export class PutRequests {
       () => this.inFlight.delete(sending),
       () => this.inFlight.delete(sending),
     );
-    return sending;
-  };
+    return sending as Promise<T>;
+  }
 
-  private async attempt(command: Parameters<S3Client['send']>[0], signal: AbortSignal): Promise<unknown> {
+  private async attempt(command: PutCommand, signal: AbortSignal): Promise<unknown> {
     if (command instanceof CreateMultipartUploadCommand) {
       this.createsUnanswered++;
       const out = await this.client.send(command, { abortSignal: signal });
@@ -129,7 +132,7 @@ export class PutRequests {
   /** Uploads of this key begun since this put started and not ours to keep: a lost create left them. */
   private async abortStrays(): Promise<void> {
     try {
-      const listing = await this.send(() =>
+      const listing = await this.sender(() =>
         this.client.send(new ListMultipartUploadsCommand({ Bucket: this.object.Bucket, Prefix: this.object.Key })),
       );
       const strays = (listing.Uploads ?? []).filter(
@@ -146,7 +149,7 @@ export class PutRequests {
 
   private async abortUpload(uploadId: string): Promise<void> {
     try {
-      await this.send(() =>
+      await this.sender(() =>
         this.client.send(
           new AbortMultipartUploadCommand({ Bucket: this.object.Bucket, Key: this.object.Key, UploadId: uploadId }),
         ),

@@ -7,8 +7,6 @@ import {
   ListObjectsV2Command,
   type S3Client,
 } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
-import { uploadInParts } from '../../common/memory-bound.js';
 import { parseSnapshotName } from '../../format/snapshot-name.js';
 import { checkMetadata } from '../metadata.js';
 import { checkObjectName, listingPrefix, nameOfKey, objectKey } from '../object-name.js';
@@ -35,15 +33,16 @@ import { createS3Client } from './client.js';
 import { ecsConfig, ocsConfig } from './compatible.js';
 import { encryptionParams, type S3Config, s3Config } from './config.js';
 import { s3Failure } from './errors.js';
+import { uploadObject } from './object-upload.js';
 import { PutRequests } from './put-requests.js';
 import { S3ServerCopies } from './server-copy.js';
 import { abortStaleUploads } from './stale-uploads.js';
 import { objectLock, S3Versions } from './versions.js';
 
 /**
- * A bucket (and prefix) on S3 or an S3-compatible server. Uploads stream through lib-storage's Upload:
- * `partSize` parts, `partsInFlight` at once, a single PutObject when the body fits in one part. An upload that
- * fails or is aborted is aborted on the server too, so it leaves neither an object nor parts.
+ * A bucket (and prefix) on S3 or an S3-compatible server. Uploads stream in `partSize` parts, `partsInFlight` at
+ * once, a single PutObject when the body fits in one part (object-upload.ts). An upload that fails or is aborted
+ * is aborted on the server too, so it leaves neither an object nor parts.
  */
 export class S3Store implements SnapStore {
   readonly location: string;
@@ -75,47 +74,27 @@ export class S3Store implements SnapStore {
     signal?.throwIfAborted();
     const key = this.key(name);
     if (await this.alreadyStored(name, key, body, options)) return;
-    const requests = new PutRequests(this.client, options.send ?? sendOnce, {
-      Bucket: this.config.bucket,
-      Key: key,
-      ...this.customerKey(),
-    });
-    const upload = new Upload({
-      client: requests.clientView(),
-      abortController: requests.abortController,
-      partSize: this.config.transfer.partSize,
-      queueSize: this.config.transfer.partsInFlight,
-      params: {
-        Bucket: this.config.bucket,
-        Key: key,
-        Body: body,
-        Metadata: options.metadata,
-        ContentType: 'application/octet-stream',
-        ...this.customerKey(),
-        ...encryptionParams(this.config),
-      },
-    });
-    // Each part sent is garbage now (memory-bound.ts); `loaded` counts the bytes sent so far.
-    const garbage = uploadInParts(this.config.transfer.partSize);
-    let loaded = 0;
-    upload.on('httpUploadProgress', (progress) => {
-      const now = progress.loaded ?? loaded;
-      garbage.sent(now - loaded);
-      loaded = now;
-    });
-    const onAbort = () => requests.abortController.abort(signal?.reason);
+    const object = { Bucket: this.config.bucket, Key: key, ...this.customerKey() };
+    const requests = new PutRequests(this.client, options.send ?? sendOnce, object);
+    const onAbort = () => requests.abort(signal?.reason);
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      await upload.done();
+      const { partSize, partsInFlight } = this.config.transfer;
+      const created = { Metadata: options.metadata, ContentType: 'application/octet-stream' };
+      await uploadObject(requests, { ...object, ...created, ...encryptionParams(this.config) }, body, {
+        partSize,
+        partsInFlight,
+        partChecksums: this.config.requestChecksum === 'WHEN_SUPPORTED',
+        location: this.location,
+      });
       await requests.tidy();
     } catch (err) {
       const cause = signal?.aborted ? signal.reason : (requests.failure ?? err);
-      body.destroy(); // Upload may still be waiting for data that will never be wanted
+      body.destroy(); // the upload may still be waiting for data that will never be wanted
       await requests.abandon(cause);
       if (signal?.aborted) throw signal.reason;
       throw s3Failure(this.config, `put "${name}"`, cause);
     } finally {
-      garbage.end();
       signal?.removeEventListener('abort', onAbort);
     }
   }

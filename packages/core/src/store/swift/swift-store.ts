@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { checkMetadata } from '../metadata.js';
 import { checkObjectName, listingPrefix, nameOfKey, objectKey } from '../object-name.js';
-import { cutIntoParts } from '../part-queue.js';
+import { cutIntoParts, wholeOrParts } from '../part-queue.js';
 import { type RetryPolicy, retry } from '../retry.js';
 import {
   byName,
@@ -68,21 +68,13 @@ export class SwiftStore implements SnapStore {
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
       signal?.throwIfAborted();
-      const parts = cutIntoParts(body, this.config.transfer.partSize)[Symbol.asyncIterator]();
-      const first = await parts.next();
-      const second = first.done ? first : await parts.next();
-      if (second.done) {
-        const data = first.done ? Buffer.alloc(0) : first.value;
-        const replaced = await send(() => this.putWhole(key, data, headers, signal), signal);
+      const cut = await wholeOrParts(cutIntoParts(body, this.config.transfer.partSize));
+      if (!cut.parts) {
+        const replaced = await send(() => this.putWhole(key, cut.whole, headers, signal), signal);
         // Only an object that was there can have left segments behind.
         if (replaced) await this.deleteSegments(key, send).catch(() => undefined);
       } else {
-        const rest = (async function* () {
-          yield first.value;
-          yield second.value;
-          for (let next = await parts.next(); !next.done; next = await parts.next()) yield next.value;
-        })();
-        const stamp = await putLargeObject(this.client, this.config, key, body, rest, headers, send, signal);
+        const stamp = await putLargeObject(this.client, this.config, key, body, cut.parts, headers, send, signal);
         // The segments of an object this put replaced: no manifest names them any more.
         await this.deleteSegments(key, send, stamp).catch(() => undefined);
       }

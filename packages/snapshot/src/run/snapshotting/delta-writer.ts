@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { compareEventsWithEtcd } from '@etcd-steward/core/backup';
-import { Backoff, errorMessage, garbageReleased, type Logger } from '@etcd-steward/core/common';
+import { Backoff, collectGarbage, errorMessage, type Logger } from '@etcd-steward/core/common';
 import { type EtcdConnection, memberStatus, WatchCompactedError, watchRevisions } from '@etcd-steward/core/etcd';
 import type { CompressionPolicy, DeltaEvent } from '@etcd-steward/core/format';
 import { Serial } from '../serial.js';
@@ -313,9 +313,8 @@ export class DeltaWriter {
       const delta = await open.finish();
       this.chainHead = delta.lastRevision;
       // What carried the delta (watch responses, JSON chunks, compressed blocks) is garbage now, and the part of it
-      // that lived long enough sits in the old generation, where V8 lets ~64 MB pile up before it looks: counted as
-      // the delta's JSON, it brings the next full collection (at once, unless uploads are under way: memory-bound.ts).
-      garbageReleased(delta.decompressedBytes ?? delta.bytes);
+      // that lived long enough sits in the old generation, where V8 lets ~64 MB pile up before it looks.
+      collectGarbage('major');
       return delta;
     } catch (err) {
       this.spoolFailed(err);

@@ -1,0 +1,84 @@
+import { constants, type NodeGCPerformanceDetail, PerformanceObserver } from 'node:perf_hooks';
+import { Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, it } from 'vitest';
+import { freePartBuffers } from '../src/store/part-buffers.js';
+import { cutIntoParts, sendInParts, wholeOrParts } from '../src/store/part-queue.js';
+
+const MiB = 1 << 20;
+
+/** A body of `bytes` bytes in 64 KiB chunks, as a file or a socket gives them; byte i is i % 251. */
+function body(bytes: number): Readable {
+  let at = 0;
+  return new Readable({
+    read() {
+      if (at >= bytes) return this.push(null);
+      const chunk = Buffer.alloc(Math.min(64 * 1024, bytes - at), 0).map((_, i) => (at + i) % 251);
+      at += chunk.length;
+      this.push(chunk);
+    },
+  });
+}
+
+/** The full collections forced while `work` runs, as V8 reports them. */
+async function forcedCollections(work: () => Promise<void>): Promise<number> {
+  let forced = 0;
+  const observer = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      const { kind, flags } = (entry as typeof entry & { detail: NodeGCPerformanceDetail }).detail;
+      if (kind === constants.NODE_PERFORMANCE_GC_MAJOR && flags & constants.NODE_PERFORMANCE_GC_FLAGS_FORCED) forced++;
+    }
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  await work();
+  await sleep(50); // the entries come after the collections
+  observer.disconnect();
+  return forced;
+}
+
+describe('parts in buffers used again', () => {
+  it('ten uploads at once: each part arrives whole and in order, in no more buffers than the parts in flight, and no full collection until the last upload ends', async () => {
+    const partSize = MiB;
+    const distinct = new Set<ArrayBufferLike>();
+    const received: Buffer[][] = Array.from({ length: 10 }, () => []);
+    const uploads = async () => {
+      await Promise.all(
+        received.map((parts) =>
+          sendInParts(body(8 * partSize + 1000), { partSize, partsInFlight: 2 }, async (index, data) => {
+            distinct.add(data.buffer);
+            await sleep(1); // a part in flight, its buffer not to be touched
+            parts[index] = Buffer.from(data); // what the server received
+          }),
+        ),
+      );
+    };
+    const forced = await forcedCollections(uploads);
+    for (const parts of received) {
+      expect(parts.map((p) => p.length)).toEqual([...Array(8).fill(partSize), 1000]);
+      const whole = Buffer.concat(parts);
+      expect(whole.every((byte, i) => byte === i % 251)).toBe(true);
+    }
+    // 10 uploads × (2 in flight + 1 being filled): the buffers of 90 parts
+    expect(distinct.size).toBeLessThanOrEqual(30);
+    // the free buffers went with the last upload, in the one collection that frees them
+    expect(forced).toBe(1);
+    expect(freePartBuffers()).toBe(0);
+  });
+
+  it('a body that fits in one part comes whole, to be sent in one request; an empty one as no bytes', async () => {
+    const one = await wholeOrParts(cutIntoParts(body(1000), MiB));
+    expect(one.parts).toBeUndefined();
+    expect(one.parts ? 0 : one.whole.length).toBe(1000);
+    const none = await wholeOrParts(cutIntoParts(body(0), MiB));
+    expect(none.parts ? -1 : none.whole.length).toBe(0);
+    const two = await wholeOrParts(cutIntoParts(body(MiB + 1), MiB));
+    const lengths: number[] = [];
+    for await (const part of two.parts ?? []) {
+      lengths.push(part.length);
+      two.parts?.release(part);
+    }
+    two.parts?.end();
+    expect(lengths).toEqual([MiB, 1]);
+    expect(freePartBuffers()).toBe(0);
+  });
+});
