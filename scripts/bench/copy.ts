@@ -94,7 +94,7 @@ async function target(provider: string, name: string): Promise<Target> {
   return t;
 }
 
-const rows = [['run', 'objects', 'MB', 'seconds', 'MB/s', 'of the slower side', 'peak RSS MB']];
+const rows = [['run', 'objects', 'MB', 'seconds', 'MB/s', 'of the slower side', 'peak RSS MB', 'CPU s']];
 const from = await target(values.from, 'from');
 const to = await target(values.to, 'to');
 try {
@@ -111,6 +111,7 @@ try {
     sourceRate.toFixed(0),
     '',
     '',
+    '',
   ]);
   rows.push([
     `write one object (${values.to})`,
@@ -118,6 +119,7 @@ try {
     (snapshot.size / MB).toFixed(0),
     '',
     destinationRate.toFixed(0),
+    '',
     '',
     '',
   ]);
@@ -136,6 +138,7 @@ try {
     rate.toFixed(0),
     `${((100 * rate) / slower).toFixed(0)}%`,
     run.peakRssMb.toFixed(0),
+    run.cpuSeconds.toFixed(2),
   ]);
 
   // Two buckets of the source's S3 server: ours has the server copy what a recorded sha256 proves; ebr streams.
@@ -188,7 +191,7 @@ async function interleave(
     contenders.push([`previous etcd-copy-backups ${label}`, process.execPath, args, 'previous']);
   }
   if (ebr) contenders.push([`ebr copy ${label}`, ebr.bin, ebr.args, 'ebr']);
-  if (!ebr) rows.push([`ebr copy ${label}`, '', '', '', '', '', 'set EBR_BIN to etcdbrctl']);
+  if (!ebr) rows.push([`ebr copy ${label}`, '', '', '', '', '', 'set EBR_BIN to etcdbrctl', '']);
   await mkdir(join(work, 'ebr', 'tmp'), { recursive: true });
   const sourceEnv = { ...env, SOURCE_AWS_APPLICATION_CREDENTIALS_JSON: env.AWS_APPLICATION_CREDENTIALS_JSON ?? '' };
   for (let round = 0; round < Number(values.rounds); round++) {
@@ -208,6 +211,7 @@ async function interleave(
         (totalBytes / MB / measured.seconds).toFixed(0),
         '',
         measured.peakRssMb.toFixed(0),
+        measured.cpuSeconds.toFixed(2),
       ]);
     }
   }

@@ -48,8 +48,9 @@ if (values.help) {
 A base of N keys of 1 KiB, then M single-put revisions over K keys at --rate puts/s while the sidecar takes deltas;
 then every program on that dataset, each beside its reference. Defaults: N 130000 (a ~140 MB db), M 200000,
 K 10000; --quick: N 5000, M 20000, K 1000 (under 2 minutes). EBR_BIN=/path/to/etcdbrctl adds ebr's snapshot,
-restore, compact and both copies, local → local and S3 → S3 between two buckets of one S3 test server (the sidecar
-then writes gzip, which ebr reads). Exits 1 on a wrong result.
+restore, compact and copies: local → local, and through an S3 test server local → S3, S3 → local (with the CPU of
+each) and S3 → S3 between two of its buckets (the sidecar then writes gzip, which ebr reads). Exits 1 on a wrong
+result.
 --keep DIR works in DIR and leaves the dataset there: the sidecar's store (DIR/store), etcdctl's snapshot at the
 same revision (DIR/etcdctl.db) and the source's fingerprint (DIR/source.json), for restore-phases.ts.`);
   process.exit(0);
