@@ -3,12 +3,12 @@ import { constants, type NodeGCPerformanceDetail, PerformanceObserver } from 'no
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { freePartBuffers } from '../src/store/part-buffers.js';
-import { cutIntoParts, sendInParts, wholeOrParts } from '../src/store/part-queue.js';
+import { freePartBuffers } from '../src/store/parts/part-buffers.js';
+import { cutIntoParts, sendInParts, wholeOrParts } from '../src/store/parts/part-queue.js';
 
 const MiB = 1 << 20;
 
-const digest = (data: Buffer) => createHash('sha256').update(data).digest('hex');
+const digest = (data: Uint8Array) => createHash('sha256').update(data).digest('hex');
 
 /** A body of `bytes` bytes in 64 KiB chunks, as a file or a socket gives them; byte i is i % 251. */
 function body(bytes: number): Readable {

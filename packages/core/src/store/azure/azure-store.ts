@@ -4,7 +4,7 @@ import { ContainerClient, type StoragePipelineOptions, StorageSharedKeyCredentia
 import { type CredentialSource, RotatingCredentials, readCredentials } from '../credential-files.js';
 import { checkMetadata } from '../metadata.js';
 import { checkObjectName, listingPrefix, nameOfKey, objectKey } from '../object-name.js';
-import { sendInParts } from '../part-queue.js';
+import { sendInParts } from '../parts/part-queue.js';
 import { withTimeout } from '../request-timeout.js';
 import { type RetryPolicy, retry, statusOf } from '../retry.js';
 import {

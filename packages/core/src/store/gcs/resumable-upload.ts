@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { IntegrityError, OperationError } from '../../common/errors.js';
-import { cutIntoParts } from '../part-queue.js';
+import { cutIntoParts } from '../parts/part-queue.js';
 import { withTimeout } from '../request-timeout.js';
 import { TransientError } from '../retry.js';
 import type { RequestSender } from '../snapstore.js';

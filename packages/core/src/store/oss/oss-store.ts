@@ -5,7 +5,7 @@ import { UsageError } from '../../common/errors.js';
 import { type CredentialSource, RotatingCredentials, readCredentials } from '../credential-files.js';
 import { checkMetadata } from '../metadata.js';
 import { checkObjectName, listingPrefix, nameOfKey, objectKey } from '../object-name.js';
-import { cutIntoParts, sendInParts, wholeOrParts } from '../part-queue.js';
+import { cutIntoParts, sendInParts, wholeOrParts } from '../parts/part-queue.js';
 import { type RetryPolicy, retry, statusOf } from '../retry.js';
 import {
   byName,

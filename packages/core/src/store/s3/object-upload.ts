@@ -10,7 +10,7 @@ import {
   type UploadPartCommandOutput,
 } from '@aws-sdk/client-s3';
 import { OperationError, UsageError } from '../../common/errors.js';
-import { cutIntoParts, sendInParts, wholeOrParts } from '../part-queue.js';
+import { cutIntoParts, sendInParts, wholeOrParts } from '../parts/part-queue.js';
 import type { PutRequests } from './put-requests.js';
 
 /** The object a put makes, as PutObject (and CreateMultipartUpload) take it, without its body. */

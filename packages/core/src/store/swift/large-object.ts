@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { UsageError } from '../../common/errors.js';
-import { type Parts, sendInParts } from '../part-queue.js';
+import { type Parts, sendInParts } from '../parts/part-queue.js';
 import type { RequestSender } from '../snapstore.js';
 import { drain, type SwiftClient } from './client.js';
 import type { SwiftConfig } from './config.js';

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { checkMetadata } from '../metadata.js';
 import { checkObjectName, listingPrefix, nameOfKey, objectKey } from '../object-name.js';
-import { cutIntoParts, wholeOrParts } from '../part-queue.js';
+import { cutIntoParts, wholeOrParts } from '../parts/part-queue.js';
 import { type RetryPolicy, retry } from '../retry.js';
 import {
   byName,

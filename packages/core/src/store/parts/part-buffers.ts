@@ -1,4 +1,4 @@
-import { collectGarbage } from '../common/memory-bound.js';
+import { collectGarbage } from '../../common/memory-bound.js';
 
 /*
  * Part buffers used again. A part of an upload lives until it is sent (seconds), so it outlives the young generation

@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { collectGarbage } from '../common/memory-bound.js';
+import { collectGarbage } from '../../common/memory-bound.js';
 import { partBuffers } from './part-buffers.js';
 
 /**
