@@ -174,6 +174,18 @@ export function describeConformance(provider: string, start: () => Promise<Confo
       if (target.pendingUploads) expect(await target.pendingUploads()).toBe(0);
     });
 
+    it('returns when a put is aborted while its body hangs within the first part', async () => {
+      const store = await fresh();
+      const controller = new AbortController();
+      const put = store.put('v2/hung', stallingBody(randomData(target.partSize * 3), 100), {
+        signal: controller.signal,
+      });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      controller.abort();
+      await expect(put).rejects.toThrow();
+      expect(await store.stat('v2/hung')).toBeUndefined();
+    });
+
     it('leaves nothing behind when the body fails midway, and the old object stays', async () => {
       const store = await fresh();
       await store.put('v2/kept', bodyOf(Buffer.from('old')));

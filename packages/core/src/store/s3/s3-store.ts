@@ -76,7 +76,11 @@ export class S3Store implements SnapStore {
     if (await this.alreadyStored(name, key, body, options)) return;
     const object = { Bucket: this.config.bucket, Key: key, ...this.customerKey() };
     const requests = new PutRequests(this.client, options.send ?? sendOnce, object);
-    const onAbort = () => requests.abort(signal?.reason);
+    // Destroying the body wakes a read that waits for data which may never come (a source that hangs).
+    const onAbort = () => {
+      requests.abort(signal?.reason);
+      body.destroy();
+    };
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
       const { partSize, partsInFlight } = this.config.transfer;
