@@ -89,7 +89,14 @@ export class OssStore implements SnapStore {
         return;
       }
       const startedAt = Date.now();
-      const { uploadId } = await send(() => call(() => client.initMultipartUpload(key, { headers, meta })), signal);
+      // the parts are this call's until sendInParts takes them: a create that fails must let their buffers go too
+      const { uploadId } = await send(
+        () => call(() => client.initMultipartUpload(key, { headers, meta })),
+        signal,
+      ).catch((err: unknown) => {
+        cut.parts.end();
+        throw err;
+      });
       upload = { id: uploadId, startedAt, bytes: 0, completing: false };
       const current = upload;
       const done: { number: number; etag: string }[] = [];

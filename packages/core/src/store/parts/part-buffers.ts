@@ -11,7 +11,6 @@ const pools = new Map<number, { free: Buffer[]; users: number }>();
 
 /** The part buffers of one upload: `take` one of `size` bytes, `give` it back once sent, `end` once (after all). */
 export interface PartBuffers {
-  readonly size: number;
   take(): Buffer;
   give(buffer: Buffer): void;
   end(): void;
@@ -27,12 +26,11 @@ export function partBuffers(size: number): PartBuffers {
   own.users++;
   let ended = false;
   return {
-    size,
     take: () => own.free.pop() ?? Buffer.allocUnsafeSlow(size),
     give(buffer) {
       // a view of a part (its last, shorter one) gives back the buffer under it
-      const whole = buffer.byteOffset === 0 && buffer.buffer.byteLength === size ? buffer : undefined;
-      if (whole) own.free.push(Buffer.from(whole.buffer, 0, size));
+      if (buffer.byteOffset === 0 && buffer.buffer.byteLength === size)
+        own.free.push(Buffer.from(buffer.buffer, 0, size));
     },
     end() {
       if (ended) return;
