@@ -4,7 +4,7 @@ import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { freePartBuffers } from '../src/store/parts/part-buffers.js';
-import { cutIntoParts, sendInParts, wholeOrParts } from '../src/store/parts/part-queue.js';
+import { beforeSending, cutIntoParts, sendInParts, wholeOrParts } from '../src/store/parts/part-queue.js';
 
 const MiB = 1 << 20;
 
@@ -85,6 +85,16 @@ describe('parts in buffers used again', () => {
     }
     two.parts?.end();
     expect(lengths).toEqual([MiB, 1]);
+    expect(freePartBuffers()).toBe(0);
+  });
+
+  it("a step before the parts are sent that fails (a multipart upload's creation) ends them: the pool's free buffers go", async () => {
+    const cut = await wholeOrParts(cutIntoParts(body(3 * MiB), MiB));
+    // another upload of the part size, meanwhile, leaves its buffers free in the pool the two share
+    await sendInParts(body(3 * MiB), { partSize: MiB, partsInFlight: 2 }, async () => {});
+    expect(freePartBuffers()).toBeGreaterThan(0);
+    const refused = new Error('CreateMultipartUpload: access denied');
+    await expect(beforeSending(cut.parts!, Promise.reject(refused))).rejects.toBe(refused);
     expect(freePartBuffers()).toBe(0);
   });
 });

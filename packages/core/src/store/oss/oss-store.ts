@@ -5,7 +5,7 @@ import { UsageError } from '../../common/errors.js';
 import { type CredentialSource, RotatingCredentials, readCredentials } from '../credential-files.js';
 import { checkMetadata } from '../metadata.js';
 import { checkObjectName, listingPrefix, nameOfKey, objectKey } from '../object-name.js';
-import { cutIntoParts, sendInParts, wholeOrParts } from '../parts/part-queue.js';
+import { beforeSending, cutIntoParts, sendInParts, wholeOrParts } from '../parts/part-queue.js';
 import { type RetryPolicy, retry, statusOf } from '../retry.js';
 import {
   byName,
@@ -89,14 +89,10 @@ export class OssStore implements SnapStore {
         return;
       }
       const startedAt = Date.now();
-      // the parts are this call's until sendInParts takes them: a create that fails must let their buffers go too
-      const { uploadId } = await send(
-        () => call(() => client.initMultipartUpload(key, { headers, meta })),
-        signal,
-      ).catch((err: unknown) => {
-        cut.parts.end();
-        throw err;
-      });
+      const { uploadId } = await beforeSending(
+        cut.parts,
+        send(() => call(() => client.initMultipartUpload(key, { headers, meta })), signal),
+      );
       upload = { id: uploadId, startedAt, bytes: 0, completing: false };
       const current = upload;
       const done: { number: number; etag: string }[] = [];

@@ -80,6 +80,20 @@ export async function sendInParts(
   return count;
 }
 
+/**
+ * A step a store takes between cutting a body into parts and handing them to sendInParts (the creation of a
+ * multipart upload): until sendInParts has them the parts are the caller's, so a step that fails ends them, and
+ * their buffers can go.
+ */
+export async function beforeSending<T>(parts: Parts, step: Promise<T>): Promise<T> {
+  try {
+    return await step;
+  } catch (err) {
+    parts.end();
+    throw err;
+  }
+}
+
 /** Exactly `size` bytes a part, the last one shorter; nothing at all for an empty body. */
 export function cutIntoParts(body: Readable, size: number): Parts {
   const buffers = partBuffers(size);

@@ -10,7 +10,7 @@ import {
   type UploadPartCommandOutput,
 } from '@aws-sdk/client-s3';
 import { OperationError, UsageError } from '../../common/errors.js';
-import { cutIntoParts, sendInParts, wholeOrParts } from '../parts/part-queue.js';
+import { beforeSending, cutIntoParts, sendInParts, wholeOrParts } from '../parts/part-queue.js';
 import type { PutRequests } from './put-requests.js';
 
 /** The object a put makes, as PutObject (and CreateMultipartUpload) take it, without its body. */
@@ -49,35 +49,33 @@ export async function uploadObject(
     await requests.send(new PutObjectCommand({ ...object, Body: cut.whole }));
     return;
   }
-  // the parts are this call's until sendInParts takes them: a create that fails must let their buffers go too
-  try {
-    const { UploadId } = await requests.send<CreateMultipartUploadCommandOutput>(
+  const { UploadId } = await beforeSending(
+    cut.parts,
+    requests.send<CreateMultipartUploadCommandOutput>(
       new CreateMultipartUploadCommand({ ...object, ...(options.partChecksums && { ChecksumAlgorithm: 'CRC32' }) }),
-    );
-    const done: CompletedPart[] = [];
-    await sendInParts(
-      body,
-      { partSize, partsInFlight, signal: requests.signal },
-      async (index, data) => {
-        if (index >= MAX_PARTS) {
-          throw new UsageError(
-            `${options.location}: "${Key}" needs more than ${MAX_PARTS} parts of ${partSize} bytes: raise ?partSize=`,
-          );
-        }
-        const PartNumber = index + 1;
-        const sent = await requests.send<UploadPartCommandOutput>(
-          new UploadPartCommand({ ...part, UploadId, PartNumber, Body: data }),
+    ),
+  );
+  const done: CompletedPart[] = [];
+  await sendInParts(
+    body,
+    { partSize, partsInFlight, signal: requests.signal },
+    async (index, data) => {
+      if (index >= MAX_PARTS) {
+        throw new UsageError(
+          `${options.location}: "${Key}" needs more than ${MAX_PARTS} parts of ${partSize} bytes: raise ?partSize=`,
         );
-        if (!sent.ETag) throw new OperationError(`S3 answered part ${PartNumber} of "${Key}" without an ETag`);
-        // The part's checksum, which the complete must repeat when the upload was created for checksums.
-        const { ETag, ChecksumCRC32, ChecksumCRC32C, ChecksumSHA1, ChecksumSHA256 } = sent;
-        done[index] = { PartNumber, ETag, ChecksumCRC32, ChecksumCRC32C, ChecksumSHA1, ChecksumSHA256 };
-      },
-      cut.parts,
-    );
-    requests.signal.throwIfAborted();
-    await requests.send(new CompleteMultipartUploadCommand({ ...part, UploadId, MultipartUpload: { Parts: done } }));
-  } finally {
-    cut.parts.end();
-  }
+      }
+      const PartNumber = index + 1;
+      const sent = await requests.send<UploadPartCommandOutput>(
+        new UploadPartCommand({ ...part, UploadId, PartNumber, Body: data }),
+      );
+      if (!sent.ETag) throw new OperationError(`S3 answered part ${PartNumber} of "${Key}" without an ETag`);
+      // The part's checksum, which the complete must repeat when the upload was created for checksums.
+      const { ETag, ChecksumCRC32, ChecksumCRC32C, ChecksumSHA1, ChecksumSHA256 } = sent;
+      done[index] = { PartNumber, ETag, ChecksumCRC32, ChecksumCRC32C, ChecksumSHA1, ChecksumSHA256 };
+    },
+    cut.parts,
+  );
+  requests.signal.throwIfAborted();
+  await requests.send(new CompleteMultipartUploadCommand({ ...part, UploadId, MultipartUpload: { Parts: done } }));
 }
