@@ -14,9 +14,9 @@ import {
 import { type DeltaEvent, DeltaParser } from '../format/delta-format.js';
 import { DeltaTrailerCheck } from '../format/delta-trailer-check.js';
 import { ObjectNotFoundError, type SnapStore } from '../store/snapstore.js';
-import { StoredDigest, verifyStoredDigest } from '../store/stored-digest.js';
+import { METADATA_SHA256, StoredDigest, verifyStoredDigest } from '../store/stored-digest.js';
 import type { CatalogEntry } from './snapshot-catalog.js';
-import { type OnRecovered, readThroughVersions, versionOf } from './stored-versions.js';
+import { type OnRecovered, readThroughVersions, storedMetadata, versionOf } from './stored-versions.js';
 
 /** What a fetched delta turned out to be. */
 export interface DeltaFacts {
@@ -57,12 +57,11 @@ async function fetchDeltaVersion(
 ): Promise<DeltaFacts> {
   const label = `${store.location}/${entry.name}`;
   const stored = new StoredDigest();
-  const check = new DeltaTrailerCheck(label);
   const version = versionOf(entry);
-  // S3 listings carry no metadata: ask, once for both the size and the digest.
-  const metadata =
-    Object.keys(entry.metadata).length > 0 ? entry.metadata : (await store.stat(entry.name, version))?.metadata;
-  const recorded = recordedSize(metadata?.[METADATA_DECOMPRESSED_SIZE]);
+  // once for the size, the digest and what the digest proves
+  const metadata = await storedMetadata(store, entry);
+  const check = new DeltaTrailerCheck(label, { provenByStoredDigest: metadata[METADATA_SHA256] !== undefined });
+  const recorded = recordedSize(metadata[METADATA_DECOMPRESSED_SIZE]);
   const { limit, why } = deltaDecompressedLimit(entry, recorded, options.base);
   await pipeline(
     await store.get(entry.name, version),
@@ -78,7 +77,7 @@ async function fetchDeltaVersion(
       ? new IntegrityError(`${label} is damaged: it does not decompress (${(err as Error).message})`, { cause: err })
       : err;
   });
-  await verifyStoredDigest(store, { name: entry.name, metadata: metadata ?? {}, ...version }, stored, label);
+  await verifyStoredDigest(store, { name: entry.name, metadata, ...version }, stored, label);
   return { storedSize: stored.size, size: check.size };
 }
 

@@ -15,10 +15,10 @@ import {
 } from '../format/decompressed-limit.js';
 import { FullSnapshotCheck, type FullSnapshotFacts } from '../format/full-snapshot-check.js';
 import type { SnapStore } from '../store/snapstore.js';
-import { StoredDigest, verifyStoredDigest } from '../store/stored-digest.js';
+import { METADATA_SHA256, StoredDigest, verifyStoredDigest } from '../store/stored-digest.js';
 import { isUnusableObject } from './fetch-delta.js';
 import type { CatalogEntry } from './snapshot-catalog.js';
-import { versionOf } from './stored-versions.js';
+import { storedMetadata, versionOf } from './stored-versions.js';
 import { METADATA_DB_SIZE } from './take-full-snapshot.js';
 
 /**
@@ -37,8 +37,12 @@ export async function fetchFullSnapshot(
 ): Promise<FullSnapshotFacts> {
   const label = `${store.location}/${entry.name}`;
   const stored = new StoredDigest();
-  const check = new FullSnapshotCheck(label, { spillDir: dirname(file) });
-  const recorded = await recordedDbSize(store, entry);
+  const metadata = await storedMetadata(store, entry);
+  const recorded = recordedFullSize(entry.size, metadata[METADATA_DB_SIZE]);
+  const check = new FullSnapshotCheck(label, {
+    spillDir: dirname(file),
+    provenByStoredDigest: metadata[METADATA_SHA256] !== undefined,
+  });
   await pipeline(
     await store.get(entry.name, versionOf(entry)),
     stored,
@@ -56,7 +60,7 @@ export async function fetchFullSnapshot(
     (await open(file, constants.O_WRONLY | constants.O_CREAT)).createWriteStream(),
     { signal: options.signal },
   );
-  await verifyStoredDigest(store, { ...entry, ...versionOf(entry) }, stored, label);
+  await verifyStoredDigest(store, { ...entry, metadata, ...versionOf(entry) }, stored, label);
   const facts = check.facts();
   // ebr names a full snapshot with a revision read just before it streams the db (etcd#9037), so the content
   // may be newer than the name; older would be a damaged or misnamed object.
@@ -77,11 +81,8 @@ export function isUnusableFullSnapshot(err: unknown): boolean {
 
 /**
  * The db size we record with a full snapshot (ebr records none), when believable for its stored size
- * (recordedFullSize); S3 listings carry no metadata, so ask.
+ * (recordedFullSize).
  */
 export async function recordedDbSize(store: SnapStore, entry: CatalogEntry): Promise<number | undefined> {
-  return recordedFullSize(
-    entry.size,
-    entry.metadata[METADATA_DB_SIZE] ?? (await store.stat(entry.name, versionOf(entry)))?.metadata[METADATA_DB_SIZE],
-  );
+  return recordedFullSize(entry.size, (await storedMetadata(store, entry))[METADATA_DB_SIZE]);
 }

@@ -1,5 +1,5 @@
 import { errorMessage } from '../common/errors.js';
-import type { ObjectVersion, StoredObject } from '../store/snapstore.js';
+import type { ObjectVersion, SnapStore, StoredObject } from '../store/snapstore.js';
 
 /*
  * Snapshots read through the versions a store keeps (S3 bucket versioning; docs/stores.md, "Immutable stores"). Where
@@ -89,6 +89,15 @@ export function currentOrHidden(
 /** The entry's version to read as a get or stat option, none for the current one. */
 export function versionOf(entry: { versions?: EntryVersions }): { versionId?: string } {
   return entry.versions?.id === undefined ? {} : { versionId: entry.versions.id };
+}
+
+/** The metadata stored with the entry's version: its listing's, or a stat's where listings carry none (S3). */
+export async function storedMetadata(
+  store: SnapStore,
+  entry: { name: string; metadata: Record<string, string>; versions?: EntryVersions },
+): Promise<Record<string, string>> {
+  if (Object.keys(entry.metadata).length > 0) return entry.metadata;
+  return (await store.stat(entry.name, versionOf(entry)))?.metadata ?? {};
 }
 
 /** The entry read from its next older version, after this one failed with `reason`; undefined when none is left. */

@@ -1,7 +1,7 @@
 import { pipeline, Transform } from 'node:stream';
 import { METADATA_REVISION_DIGEST } from '../backup/revision-digest.js';
 import type { CatalogEntry } from '../backup/snapshot-catalog.js';
-import { versionOf } from '../backup/stored-versions.js';
+import { storedMetadata, versionOf } from '../backup/stored-versions.js';
 import { METADATA_DB_SIZE, METADATA_ETCD_VERSION } from '../backup/take-full-snapshot.js';
 import { boundedMemory } from '../common/memory-bound.js';
 import { METADATA_DECOMPRESSED_SIZE } from '../format/decompressed-limit.js';
@@ -36,12 +36,6 @@ const CARRIED = [
  */
 export async function objectMetadata(store: SnapStore, entry: CatalogEntry): Promise<Record<string, string>> {
   return carried(await storedMetadata(store, entry));
-}
-
-/** The metadata stored with an object, as its listing or (where the listing carries none: S3) a stat gives it. */
-async function storedMetadata(store: SnapStore, entry: CatalogEntry): Promise<Record<string, string>> {
-  if (Object.keys(entry.metadata).length > 0) return entry.metadata;
-  return (await store.stat(entry.name, versionOf(entry)))?.metadata ?? {};
 }
 
 function carried(raw: Record<string, string>): Record<string, string> {

@@ -1,14 +1,18 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import { IntegrityError } from '../common/errors.js';
 import { DELTA_TRAILER } from './delta-format.js';
-import { Sha256Trailer } from './sha256-trailer.js';
+import { Sha256Trailer, type TrailerOptions } from './sha256-trailer.js';
 
 /** Passes a decompressed delta through and fails at its end unless the last 32 bytes are the sha256 of the rest. */
 export class DeltaTrailerCheck extends Transform {
-  private readonly trailer = new Sha256Trailer();
+  private readonly trailer: Sha256Trailer;
 
-  constructor(private readonly label: string) {
+  constructor(
+    private readonly label: string,
+    options: TrailerOptions = {},
+  ) {
     super();
+    this.trailer = new Sha256Trailer(options);
   }
 
   get size(): number {

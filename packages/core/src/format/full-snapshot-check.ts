@@ -2,7 +2,7 @@ import { Transform, type TransformCallback } from 'node:stream';
 import type { PageTableOptions } from '../bbolt/page-table.js';
 import { SnapshotRevisionScanner } from '../bbolt/snapshot-revision.js';
 import { IntegrityError } from '../common/errors.js';
-import { SHA256_TRAILER, Sha256Trailer } from './sha256-trailer.js';
+import { SHA256_TRAILER, Sha256Trailer, type TrailerOptions } from './sha256-trailer.js';
 
 /** etcd appends the sha256 of the bbolt db to every snapshot it streams. */
 export const SNAPSHOT_TRAILER = SHA256_TRAILER;
@@ -23,10 +23,14 @@ export interface FullSnapshotFacts {
  * snapshot. Where the revision is not needed (a copy, whose reader checks it), this is the whole check.
  */
 export class SnapshotTrailerCheck extends Transform {
-  protected readonly trailer = new Sha256Trailer();
+  protected readonly trailer: Sha256Trailer;
 
-  constructor(protected readonly label: string) {
+  constructor(
+    protected readonly label: string,
+    options: TrailerOptions = {},
+  ) {
     super();
+    this.trailer = new Sha256Trailer(options);
   }
 
   /** Each piece now known to be the db, as it passes. */
@@ -73,9 +77,9 @@ export class FullSnapshotCheck extends SnapshotTrailerCheck {
   private readonly scanner: SnapshotRevisionScanner;
   private result?: FullSnapshotFacts;
 
-  constructor(label: string, tableOptions: PageTableOptions = {}) {
-    super(label);
-    this.scanner = new SnapshotRevisionScanner(tableOptions);
+  constructor(label: string, options: PageTableOptions & TrailerOptions = {}) {
+    super(label, options);
+    this.scanner = new SnapshotRevisionScanner(options);
   }
 
   /** Available once the stream has ended without error. */

@@ -1,28 +1,42 @@
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import { ftruncateSync, readSync, writeSync } from 'node:fs';
 import { OperationError } from '../common/errors.js';
 
 /** Length of the sha256 that ends etcd's snapshots and ebr's deltas. */
 export const SHA256_TRAILER = 32;
 
+/** How a trailer check takes a stream's content. */
+export interface TrailerOptions {
+  /**
+   * The bytes' content is already proven: they carry a recorded sha256 of the stored bytes, checked by the caller
+   * once the stream has ended, which we record only of content checked first (docs/concepts.md, Verification). The
+   * body is then not hashed again: the trailer's place and length are checked, not its value.
+   */
+  provenByStoredDigest?: boolean;
+}
+
 /**
  * Splits bytes as they stream into a body and the 32-byte sha256 of that body which ends them — the shape
  * of both etcd's snapshot stream and ebr's delta. Until the end, the last 32 bytes seen may be the trailer,
- * so they are held back; everything before them is body, hashed and handed on.
+ * so they are held back; everything before them is body, hashed (unless proven otherwise) and handed on.
  */
 export class Sha256Trailer {
-  private readonly hash = createHash('sha256');
+  private readonly hash?: Hash;
   private tail: Buffer = Buffer.alloc(0);
   private digest?: Buffer;
   /** All bytes seen, trailer included. */
   size = 0;
+
+  constructor(options: TrailerOptions = {}) {
+    if (!options.provenByStoredDigest) this.hash = createHash('sha256');
+  }
 
   /** Takes the next bytes; `onBody` gets each piece now known to be body. */
   push(chunk: Buffer, onBody?: (body: Buffer) => void): void {
     this.size += chunk.length;
     const body = (piece: Buffer) => {
       if (piece.length === 0) return;
-      this.hash.update(piece);
+      this.hash?.update(piece);
       onBody?.(piece);
     };
     if (chunk.length >= SHA256_TRAILER) {
@@ -37,15 +51,15 @@ export class Sha256Trailer {
     }
   }
 
-  /** The sha256 of the body; call once all bytes are in. */
+  /** The sha256 of the body, taken or (proven) as the trailer says; call once all bytes are in. */
   bodySha256(): Buffer {
-    this.digest ??= this.hash.digest();
+    this.digest ??= this.hash ? this.hash.digest() : Buffer.from(this.tail);
     return this.digest;
   }
 
-  /** Whether the last 32 bytes are the sha256 of everything before them. */
+  /** Whether the last 32 bytes are the sha256 of everything before them (proven: whether there are 32 to be one). */
   matches(): boolean {
-    return this.tail.length === SHA256_TRAILER && this.bodySha256().equals(this.tail);
+    return this.tail.length === SHA256_TRAILER && (!this.hash || this.bodySha256().equals(this.tail));
   }
 }
 
