@@ -7,7 +7,7 @@
 // written while the sidecar (etcd-snapshot run) takes a delta every 5 s; values depend on their index alone
 // (write-load.ts). The sidecar's store (its first full snapshot, taken of the base, and its deltas) is then what
 // restore, compact, gc and copy work on; save and validate work on the same etcd and its restored data dir.
-import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -52,7 +52,8 @@ restore, compact and copies: local → local, and through an S3 test server loca
 each) and S3 → S3 between two of its buckets (the sidecar then writes gzip, which ebr reads). Exits 1 on a wrong
 result.
 --keep DIR works in DIR and leaves the dataset there: the sidecar's store (DIR/store), etcdctl's snapshot at the
-same revision (DIR/etcdctl.db) and the source's fingerprint (DIR/source.json), for restore-phases.ts.`);
+same revision (DIR/etcdctl.db) and the source's fingerprint (DIR/source.json), for restore-phases.ts. DIR must be
+empty or new.`);
   process.exit(0);
 }
 const preset = values.quick
@@ -65,6 +66,11 @@ const rate = Number(values.rate);
 const compression: CompressionPolicy = process.env.EBR_BIN ? 'gzip' : 'zstd';
 const root = new URL('../..', import.meta.url).pathname;
 const bin = (pkg: string, name: string) => join(root, 'packages', pkg, 'bin', `${name}.js`);
+if (values.keep && (await readdir(values.keep).catch(() => [])).length > 0) {
+  // the sidecars would find the earlier run's store ahead of the fresh etcd, and every row would measure that store
+  console.error(`--keep ${values.keep} holds an earlier run's dataset: remove it, or name an empty or new folder`);
+  process.exit(2);
+}
 const work = values.keep ?? (await mkdtemp(join(tmpdir(), 'bench-run-')));
 await mkdir(work, { recursive: true });
 const storeDir = join(work, 'store');
