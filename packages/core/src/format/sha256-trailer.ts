@@ -18,7 +18,8 @@ export interface TrailerOptions {
 /**
  * Splits bytes as they stream into a body and the 32-byte sha256 of that body which ends them — the shape
  * of both etcd's snapshot stream and ebr's delta. Until the end, the last 32 bytes seen may be the trailer,
- * so they are held back; everything before them is body, hashed (unless proven otherwise) and handed on.
+ * so they are held back; everything before them is body, hashed (unless its content is proven: TrailerOptions) and
+ * handed on.
  */
 export class Sha256Trailer {
   private readonly hash?: Hash;
