@@ -493,7 +493,9 @@ export const EBR_FLAGS: readonly EbrFlag[] = [
     commands: RESTORATION,
     ebrDefault: 'false',
     meaning: "restore a snapshot without etcd's sha256 trailer",
-    effect: ignored("every snapshot ebr or we write carries etcd's sha256 trailer, and it is always checked"),
+    effect: ignored(
+      "every snapshot ebr or we write carries etcd's sha256 trailer, always checked (or proven by our recorded sha256)",
+    ),
   },
   {
     name: 'max-fetchers',
