@@ -77,7 +77,7 @@ async function fetchDeltaVersion(
       ? new IntegrityError(`${label} is damaged: it does not decompress (${(err as Error).message})`, { cause: err })
       : err;
   });
-  await verifyStoredDigest(store, { name: entry.name, metadata, ...version }, stored, label);
+  verifyStoredDigest(metadata, stored, label);
   return { storedSize: stored.size, size: check.size };
 }
 

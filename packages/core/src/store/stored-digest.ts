@@ -2,7 +2,7 @@ import { createHash, type Hash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { Transform, type TransformCallback } from 'node:stream';
 import { IntegrityError } from '../common/errors.js';
-import { ObjectExistsError, type SnapStore } from './snapstore.js';
+import { ObjectExistsError } from './snapstore.js';
 
 /** Object metadata key of the sha256 of an object's stored (compressed) bytes, recorded when we upload it. */
 export const METADATA_SHA256 = 'sha256';
@@ -32,18 +32,11 @@ export class StoredDigest extends Transform {
 }
 
 /**
- * Checks downloaded bytes against the sha256 recorded at upload, when the object has one (ebr records
- * none). Some stores' listings carry no metadata (S3), so without it in hand the store is asked.
+ * Checks downloaded bytes against the sha256 recorded at upload, when the object's metadata (its listing's, or a
+ * stat's where the listing carries none: backup/stored-versions.ts's storedMetadata) has one; ebr records none.
  */
-export async function verifyStoredDigest(
-  store: SnapStore,
-  object: { name: string; metadata: Record<string, string>; versionId?: string },
-  digest: StoredDigest,
-  label: string,
-): Promise<void> {
-  const expected =
-    object.metadata[METADATA_SHA256] ??
-    (await store.stat(object.name, { versionId: object.versionId }))?.metadata[METADATA_SHA256];
+export function verifyStoredDigest(metadata: Record<string, string>, digest: StoredDigest, label: string): void {
+  const expected = metadata[METADATA_SHA256];
   if (expected && expected !== digest.sha256()) throw storedDigestMismatch(label);
 }
 
