@@ -142,7 +142,7 @@ describe('etcd-copy-backups (programs as processes, real etcd, the store test se
     expect((await listSnapshots(new LocalStore(at('one-backup')))).map((e) => e.name)).toEqual(names);
   });
 
-  it('a copy killed midway (SIGKILL) leaves no partial object, and run again it completes', async () => {
+  it('a copy killed midway (SIGKILL) leaves no partial object, the newest full snapshot first; run again it completes', async () => {
     // Every request to the destination waits, so that the copy is still running when it is killed.
     const proxy = await startFaultProxy({
       target: s3.server.endpoint,
@@ -169,6 +169,9 @@ describe('etcd-copy-backups (programs as processes, real etcd, the store test se
     const landed = await contents(destination);
     expect(landed.length).toBeLessThan(all.length);
     for (const object of landed) expect(all).toContain(object); // whole objects only
+    // the full snapshots go first, newest first: what a copy cut short holds restores on its own
+    const fullsNewestFirst = [chain.fulls[1].name, chain.fulls[0].name];
+    expect(landed.map((o) => o.split(' ')[0])).toEqual(fullsNewestFirst.slice(0, landed.length).sort());
     const rerun = await copy(s3.url('source'), s3.url('killed'));
     expect(rerun.code).toBe(0);
     expect(rerun.summary).toMatchObject({ skipped: landed.length, copied: all.length - landed.length });

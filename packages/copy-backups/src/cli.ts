@@ -94,7 +94,7 @@ await programArgs('etcd-copy-backups', argv)
   )
   .command(
     ['copy', '$0'],
-    'Copy snapshots from one store to another, newest first, skipping what the destination already holds; rerun to resume. Exits 1 if a source object was damaged (it is named and not copied).',
+    'Copy snapshots from one store to another, full snapshots first, each kind newest first, skipping what the destination already holds; rerun to resume. Exits 1 if a source object was damaged (it is named and not copied).',
     (y) =>
       filterOptions(storePairOptions(y))
         .option('max-parallel', parallelOption)

@@ -84,3 +84,9 @@ function backupsOf(entries: readonly CatalogEntry[]): CatalogEntry[][] {
   }
   return backups.reverse();
 }
+
+/** `items` (one per snapshot, by name) in the store's order, oldest first, whatever order their work ended in. */
+export function inStoreOrder<T extends { name: string }>(items: readonly T[], store: readonly CatalogEntry[]): T[] {
+  const byName = new Map(items.map((item) => [item.name, item]));
+  return store.flatMap((e) => byName.get(e.name) ?? []);
+}

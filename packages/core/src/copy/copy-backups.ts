@@ -3,12 +3,12 @@ import { type CatalogEntry, catalogStore, listSnapshots } from '../backup/snapsh
 import { type RecoveredObject, readThroughVersions } from '../backup/stored-versions.js';
 import { IntegrityError, UsageError } from '../common/errors.js';
 import { type Logger, silentLogger } from '../common/logger.js';
-import { prefetchInOrder } from '../common/ordered-prefetch.js';
+import { fetchAsDone } from '../common/prefetch.js';
 import { openStore } from '../store/location.js';
 import { ObjectNotFoundError, type SnapStore } from '../store/snapstore.js';
 import { sourceCredentialsEnv } from '../store/source-credentials.js';
 import { parseStoreUrl, redact, sameStore } from '../store/store-url.js';
-import { type BackupFilters, checkFilters, selectBackups } from './backup-selection.js';
+import { type BackupFilters, checkFilters, inStoreOrder, selectBackups } from './backup-selection.js';
 import { alreadyHeld, COPY_CHECKS, type CopyCheck, copyObject, objectMetadata } from './copy-object.js';
 import { CopyProgress } from './copy-progress.js';
 
@@ -62,6 +62,16 @@ export interface CopySummary {
   recovered?: RecoveredObject[];
 }
 
+/**
+ * The full snapshots first, newest first, then the deltas, newest first (`selected`'s order, kept within each
+ * kind). A copy cut short then holds the newest full snapshots, each of which restores on its own; and the largest
+ * objects start first, so the small ones fill the other slots beside them: started last, a full snapshot was
+ * copied and hashed alone after every delta.
+ */
+function copyOrder(selected: readonly CatalogEntry[]): CatalogEntry[] {
+  return [...selected.filter((e) => e.kind === 'Full'), ...selected.filter((e) => e.kind !== 'Full')];
+}
+
 /** ebr's interval between looks for a final snapshot. */
 const FINAL_SNAPSHOT_POLL_MS = 15_000;
 
@@ -85,8 +95,8 @@ export function checkCopySettings(
 }
 
 /**
- * Copies the selected snapshots from one store to another, newest first, `maxParallel` at a time, each streamed
- * and checked on the way (copy-object.ts). What the destination already holds is skipped, so a copy that was
+ * Copies the selected snapshots from one store to another, the full snapshots first, then the deltas, each newest
+ * first (copyOrder), `maxParallel` at a time, each streamed and checked on the way (copy-object.ts). What the destination already holds is skipped, so a copy that was
  * interrupted continues where it stopped when run again; a damaged source object is reported and not copied.
  */
 export async function copyBackups(options: CopyBackupsOptions): Promise<CopySummary> {
@@ -110,13 +120,14 @@ export async function copyBackups(options: CopyBackupsOptions): Promise<CopySumm
       const selected = selectBackups(listed.snapshots, options);
       const recovered: RecoveredObject[] = [];
       const held = new Map((await listSnapshots(to)).map((e) => [e.name, e]));
-      const wanted: CatalogEntry[] = [];
+      const missing: CatalogEntry[] = [];
       for (const entry of selected) {
         const there = held.get(entry.name);
         const same =
           there?.size === entry.size && (await alreadyHeld(to, there, (await objectMetadata(from, entry)).sha256));
-        if (!same) wanted.push(entry);
+        if (!same) missing.push(entry);
       }
+      const wanted = copyOrder(missing);
       logger.info('copying', {
         from: from.location,
         to: to.location,
@@ -134,7 +145,7 @@ export async function copyBackups(options: CopyBackupsOptions): Promise<CopySumm
       let copied = 0;
       let vanished = 0;
       const ways = { kernel: 0, server: 0, streamed: 0 };
-      const outcomes = prefetchInOrder(
+      const outcomes = fetchAsDone(
         wanted,
         (entry, signal) =>
           readThroughVersions(
@@ -180,16 +191,13 @@ export async function copyBackups(options: CopyBackupsOptions): Promise<CopySumm
         copied,
         skipped: selected.length - wanted.length,
         vanished,
-        damaged,
+        damaged: inStoreOrder(damaged, listed.snapshots),
         bytes: progress.bytes,
         ways,
         durationMs,
         bytesPerSecond: Math.round(progress.rate()),
         ...(finalSnapshot ? { finalSnapshot } : {}),
-        // in the store's order, oldest first, whatever order the copies ended in
-        ...(recovered.length > 0
-          ? { recovered: listed.snapshots.flatMap((e) => recovered.filter((r) => r.name === e.name)) }
-          : {}),
+        ...(recovered.length > 0 ? { recovered: inStoreOrder(recovered, listed.snapshots) } : {}),
       };
     } finally {
       await to.close?.();

@@ -4,10 +4,11 @@ import { planChains } from '../backup/snapshot-chain.js';
 import { type RecoveredObject, readThroughVersions, versionOf } from '../backup/stored-versions.js';
 import { errorMessage, IntegrityError, UsageError } from '../common/errors.js';
 import { type Logger, silentLogger } from '../common/logger.js';
-import { prefetchInOrder } from '../common/ordered-prefetch.js';
+import { fetchAsDone } from '../common/prefetch.js';
 import { wasDecrypted } from '../store/encrypted-store.js';
 import { openStore } from '../store/location.js';
 import type { SnapStore, StoreProtection } from '../store/snapstore.js';
+import { inStoreOrder } from './backup-selection.js';
 import type { DamagedObject } from './copy-backups.js';
 import { objectMetadata } from './copy-object.js';
 import { CopyProgress } from './copy-progress.js';
@@ -84,8 +85,8 @@ export async function verifyStore(options: VerifyOptions): Promise<StoreVerifyRe
       entries.length,
       entries.reduce((n, e) => n + e.size, 0),
     );
-    const damaged: DamagedObject[] = [];
-    const sound: CatalogEntry[] = [];
+    const damagedAsDone: DamagedObject[] = [];
+    const soundAsDone: CatalogEntry[] = [];
     const read = (entry: CatalogEntry) =>
       readThroughVersions(
         entry,
@@ -96,19 +97,20 @@ export async function verifyStore(options: VerifyOptions): Promise<StoreVerifyRe
           logger.warn('a snapshot was hidden or replaced since it was stored; read from its older version', { ...r });
         },
       );
-    const outcomes = prefetchInOrder(entries, read, {
+    const outcomes = fetchAsDone(entries, read, {
       concurrency: options.maxParallel,
       signal: options.signal,
     });
     for await (const outcome of outcomes) {
       progress.objectDone();
-      if (outcome.error === undefined) sound.push(outcome.item);
+      if (outcome.error === undefined) soundAsDone.push(outcome.item);
       else if (outcome.error instanceof IntegrityError) {
-        damaged.push({ name: outcome.item.name, problem: outcome.error.message });
+        damagedAsDone.push({ name: outcome.item.name, problem: outcome.error.message });
         logger.error('damaged', { object: outcome.item.name, problem: outcome.error.message });
       } else throw outcome.error;
     }
     progress.report();
+    const [sound, damaged] = [inStoreOrder(soundAsDone, entries), inStoreOrder(damagedAsDone, entries)];
     const newestRevision = entries.reduce((max, e) => Math.max(max, e.lastRevision), 0);
     const best = planChains(sound).reduce<ReturnType<typeof planChains>[number] | undefined>(
       (a, c) => (!a || c.lastRevision > a.lastRevision ? c : a),
@@ -131,7 +133,7 @@ export async function verifyStore(options: VerifyOptions): Promise<StoreVerifyRe
         : {}),
       ...(best && !restores ? { missing: { from: reached + 1, to: resumes - 1 } } : {}),
       fallbackGaps: fallbackGaps(sound, newestRevision),
-      recovered: entries.flatMap((e) => recovered.find((r) => r.name === e.name) ?? []),
+      recovered: inStoreOrder(recovered, entries),
       ...(protection ? { protection } : {}),
       exitCode: !restores
         ? VERIFY_EXIT_CODES.notRestorable

@@ -7,7 +7,7 @@ import type { SnapshotChain } from '../backup/snapshot-chain.js';
 import { type OnRecovered, readThroughVersions, versionOf } from '../backup/stored-versions.js';
 import { errorMessage } from '../common/errors.js';
 import { type Logger, silentLogger } from '../common/logger.js';
-import { prefetchInOrder } from '../common/ordered-prefetch.js';
+import { prefetchInOrder } from '../common/prefetch.js';
 import { groupRevisions } from '../format/delta-revisions.js';
 import { METADATA_READ_BACK, parseReadBack, type RevisionRanges, rangeHolding } from '../format/read-back.js';
 import type { SnapStore } from '../store/snapstore.js';

@@ -7,7 +7,7 @@ import type { SnapshotChain } from '../backup/snapshot-chain.js';
 import type { OnRecovered } from '../backup/stored-versions.js';
 import { errorMessage, IntegrityError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
-import { type Fetched, prefetchInOrder } from '../common/ordered-prefetch.js';
+import { type Fetched, prefetchInOrder } from '../common/prefetch.js';
 import { type ChainBase, decompressedLimit } from '../format/decompressed-limit.js';
 import type { FullSnapshotFacts } from '../format/full-snapshot-check.js';
 import type { SnapStore } from '../store/snapstore.js';

@@ -6,7 +6,7 @@ import type { OnRecovered } from '../backup/stored-versions.js';
 import type { ParentChannel } from '../common/child-thread.js';
 import { errorMessage, IntegrityError, OperationError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
-import type { Fetched } from '../common/ordered-prefetch.js';
+import type { Fetched } from '../common/prefetch.js';
 import type { FullSnapshotFacts } from '../format/full-snapshot-check.js';
 import {
   baseFile,
