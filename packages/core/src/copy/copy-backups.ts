@@ -96,8 +96,9 @@ export function checkCopySettings(
 
 /**
  * Copies the selected snapshots from one store to another, the full snapshots first, then the deltas, each newest
- * first (copyOrder), `maxParallel` at a time, each streamed and checked on the way (copy-object.ts). What the destination already holds is skipped, so a copy that was
- * interrupted continues where it stopped when run again; a damaged source object is reported and not copied.
+ * first (copyOrder), `maxParallel` at a time, each streamed and checked on the way (copy-object.ts). What the
+ * destination already holds is skipped, so a copy that was interrupted continues where it stopped when run again; a
+ * damaged source object is reported and not copied.
  */
 export async function copyBackups(options: CopyBackupsOptions): Promise<CopySummary> {
   checkCopySettings(options);
