@@ -8,32 +8,27 @@ interface PrefetchOptions<R> {
   discard?: (value: R) => Promise<void>;
 }
 
+/** `fetch` over `items`, at most `concurrency` at a time, each outcome yielded once. */
+type Prefetch = <T, R>(
+  items: readonly T[],
+  fetch: (item: T, signal: AbortSignal) => Promise<R>,
+  options: PrefetchOptions<R>,
+) => AsyncGenerator<Fetched<T, R>>;
+
 /**
  * Runs `fetch` over `items` with at most `concurrency` in flight, and yields the outcomes in the items'
  * order. Work runs ahead of the consumer by at most `concurrency` items, so whatever a fetch holds (a temp
  * file, say) is bounded too. When the consumer stops early, fetches not yet started never start and
  * `signal` is aborted for those in flight; `discard` is called for values nobody consumed.
  */
-export function prefetchInOrder<T, R>(
-  items: readonly T[],
-  fetch: (item: T, signal: AbortSignal) => Promise<R>,
-  options: PrefetchOptions<R>,
-): AsyncGenerator<Fetched<T, R>> {
-  return boundedFetch(items, fetch, options, true);
-}
+export const prefetchInOrder: Prefetch = (items, fetch, options) => boundedFetch(items, fetch, options, true);
 
 /**
  * As prefetchInOrder, but yields each outcome as its fetch ends: for work whose order does not matter (a copy, a
  * check of every object), where one large item — a full snapshot — must not hold back the small ones after it.
  * In order, the deltas behind a full snapshot waited for it once `concurrency` of them were done.
  */
-export function fetchAsDone<T, R>(
-  items: readonly T[],
-  fetch: (item: T, signal: AbortSignal) => Promise<R>,
-  options: PrefetchOptions<R>,
-): AsyncGenerator<Fetched<T, R>> {
-  return boundedFetch(items, fetch, options, false);
-}
+export const fetchAsDone: Prefetch = (items, fetch, options) => boundedFetch(items, fetch, options, false);
 
 /**
  * The fetches started and not yet yielded are at most `concurrency`: in order, those between the consumer and the
