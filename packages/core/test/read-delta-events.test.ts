@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { readDeltaEvents } from '../src/backup/fetch-delta.js';
+import { readDeltaEvents, readDeltaRevisions } from '../src/backup/fetch-delta.js';
 import type { CatalogEntry } from '../src/backup/snapshot-catalog.js';
 import { type DeltaEvent, encodeDelta } from '../src/format/delta-format.js';
 
@@ -60,5 +60,52 @@ describe('readDeltaEvents', () => {
     const { revisions, error } = await read(file, entry(10, 51), true);
     expect(revisions).toEqual(Array.from({ length: 40 }, (_, i) => 10 + i));
     expect(error).toBe('d: its revisions go back from 49 to 30');
+  });
+});
+
+/** The revisions read, each as [revision, its events' keys], and the error that ended the read. */
+async function revisionsOf(
+  file: string,
+  e: CatalogEntry,
+): Promise<{ revisions: [number, string[]][]; error?: string }> {
+  const revisions: [number, string[]][] = [];
+  try {
+    for await (const batch of readDeltaRevisions(file, e, 'd', { verified: true })) {
+      for (const r of batch) revisions.push([r.revision, r.events.map((event) => event.key.toString())]);
+    }
+    return { revisions };
+  } catch (err) {
+    return { revisions, error: (err as Error).message };
+  }
+}
+
+/** A txn of `count` puts at `revision`, each key named by its place in the txn. */
+const txn = (revision: number, count: number): DeltaEvent[] =>
+  Array.from({ length: count }, (_, sub) => ({ ...put(revision), key: Buffer.from(`/t/${revision}/${sub}`) }));
+
+describe('readDeltaRevisions', () => {
+  it('hands on whole revisions, a txn of ~90 KiB spanning the 64 KiB pieces as one', async () => {
+    const events = [put(10), ...txn(11, 30), put(12), ...txn(13, 2)];
+    const file = await deltaFile('txns.json', events);
+    expect(await revisionsOf(file, entry(10, 13))).toEqual({
+      revisions: [
+        [10, ['/k/10']],
+        [11, Array.from({ length: 30 }, (_, sub) => `/t/11/${sub}`)],
+        [12, ['/k/12']],
+        [13, ['/t/13/0', '/t/13/1']],
+      ],
+    });
+  });
+
+  it('hands on the whole revisions before one that breaks the order, never the one cut short', async () => {
+    // revision 11's txn is whole before the fault; 12's second half never comes, so 12 is not handed on
+    const events = [put(10), ...txn(11, 3), put(12), put(12), put(11)];
+    const file = await deltaFile('cut.json', events);
+    const { revisions, error } = await revisionsOf(file, entry(10, 12));
+    expect(revisions.map(([revision, keys]) => [revision, keys.length])).toEqual([
+      [10, 1],
+      [11, 3],
+    ]);
+    expect(error).toBe('d: its revisions go back from 12 to 11');
   });
 });

@@ -8,18 +8,39 @@ export interface Revision {
 }
 
 /**
- * Groups a stream of events (in revision order) into revisions. Memory holds one revision at a time, so it is
- * bounded by the largest single write, not by the delta's size.
+ * Groups events, given in revision order, into revisions: each event hands back the revision it shows to be
+ * complete (the one before it), and `end` the last. Holds one revision at a time, so memory is bounded by the
+ * largest single write, not by the delta's size.
  */
-export async function* groupRevisions(events: AsyncIterable<DeltaEvent>): AsyncGenerator<Revision> {
-  let current: Revision | undefined;
-  for await (const event of events) {
+export class RevisionGrouper {
+  private current?: Revision;
+
+  /** Takes the next event; returns the revision it completes, if it starts a new one. */
+  take(event: DeltaEvent): Revision | undefined {
+    const current = this.current;
     if (current && event.modRevision === current.revision) {
       current.events.push(event);
-      continue;
+      return undefined;
     }
-    if (current) yield current;
-    current = { revision: event.modRevision, events: [event] };
+    this.current = { revision: event.modRevision, events: [event] };
+    return current;
   }
-  if (current) yield current;
+
+  /** The last revision, once no event follows. */
+  end(): Revision | undefined {
+    const last = this.current;
+    this.current = undefined;
+    return last;
+  }
+}
+
+/** A stream of events (in revision order) as revisions, one at a time (RevisionGrouper). */
+export async function* groupRevisions(events: AsyncIterable<DeltaEvent>): AsyncGenerator<Revision> {
+  const grouper = new RevisionGrouper();
+  for await (const event of events) {
+    const done = grouper.take(event);
+    if (done) yield done;
+  }
+  const last = grouper.end();
+  if (last) yield last;
 }

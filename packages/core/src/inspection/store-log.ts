@@ -1,6 +1,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fetchDelta, readDeltaEvents } from '../backup/fetch-delta.js';
+import { fetchDelta, readDeltaRevisions } from '../backup/fetch-delta.js';
 import { fetchFullSnapshot, isUnusableFullSnapshot } from '../backup/fetch-full-snapshot.js';
 import { type CatalogEntry, listSnapshots } from '../backup/snapshot-catalog.js';
 import type { SnapshotChain } from '../backup/snapshot-chain.js';
@@ -8,7 +8,6 @@ import { type OnRecovered, readThroughVersions, versionOf } from '../backup/stor
 import { errorMessage } from '../common/errors.js';
 import { type Logger, silentLogger } from '../common/logger.js';
 import { prefetchInOrder } from '../common/prefetch.js';
-import { groupRevisions } from '../format/delta-revisions.js';
 import { METADATA_READ_BACK, parseReadBack, type RevisionRanges, rangeHolding } from '../format/read-back.js';
 import type { SnapStore } from '../store/snapstore.js';
 import { dbKeys } from './db-keys.js';
@@ -171,16 +170,18 @@ export async function* storeLog(store: SnapStore, plan: LogPlan, options: StoreL
       let reached = after;
       let fault: unknown;
       try {
-        for await (const revision of groupRevisions(readDeltaEvents(file, entry, label, { verified: true }))) {
-          if (revision.revision <= after || revision.revision > last) continue;
-          reached = revision.revision;
-          const timeKind = timeKindOf(readBack, revision.revision);
-          for (const row of revisionRows(revision.revision, revision.events, options.filter, {
-            timeKind,
-            object: entry.name,
-            all: options.all ?? false,
-          })) {
-            if (shown(row)) rows.push(row);
+        for await (const revisions of readDeltaRevisions(file, entry, label, { verified: true })) {
+          for (const revision of revisions) {
+            if (revision.revision <= after || revision.revision > last) continue;
+            reached = revision.revision;
+            const timeKind = timeKindOf(readBack, revision.revision);
+            for (const row of revisionRows(revision.revision, revision.events, options.filter, {
+              timeKind,
+              object: entry.name,
+              all: options.all ?? false,
+            })) {
+              if (shown(row)) rows.push(row);
+            }
           }
           // oldest first, rows go as they come (a limit ends the read)
           if (options.oldestFirst) {

@@ -108,7 +108,7 @@ export class DirectReplayEngine implements ReplayEngine {
     return { reader, key };
   }
 
-  async apply(rev: Revision): Promise<void> {
+  apply(rev: Revision): undefined {
     if (!this.keyRows) throw new Error('DirectReplayEngine.apply before open');
     if (rev.revision <= this.revision) {
       throw new OperationError(

@@ -1,11 +1,11 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { readDeltaEvents } from '../backup/fetch-delta.js';
+import { readDeltaRevisions } from '../backup/fetch-delta.js';
 import type { CatalogEntry } from '../backup/snapshot-catalog.js';
 import type { SnapshotChain } from '../backup/snapshot-chain.js';
 import { errorMessage, IntegrityError, OperationError } from '../common/errors.js';
 import { type Logger, silentLogger } from '../common/logger.js';
-import { groupRevisions, type Revision } from '../format/delta-revisions.js';
+import type { Revision } from '../format/delta-revisions.js';
 import type { FullSnapshotFacts } from '../format/full-snapshot-check.js';
 import { baseFile as baseFileIn, type ChainSource, UnusableFullSnapshotError } from './chain-source.js';
 import type { PreparedBase, ReplayEngine } from './replay-engine.js';
@@ -119,18 +119,21 @@ export async function replayChain(options: ChainReplayOptions): Promise<ChainRep
         break;
       }
       try {
-        for await (const rev of groupRevisions(readDeltaEvents(file, entry, label, { verified: true }))) {
-          if (rev.revision <= reached) continue;
-          if (rev.revision > wanted) {
-            finished = true;
-            break;
+        pieces: for await (const revisions of readDeltaRevisions(file, entry, label, { verified: true })) {
+          for (const rev of revisions) {
+            if (rev.revision <= reached) continue;
+            if (rev.revision > wanted) {
+              finished = true;
+              break pieces;
+            }
+            if (rev.revision !== reached + 1) {
+              throw new IntegrityError(`${label}: revisions ${reached + 1}..${rev.revision - 1} are missing`);
+            }
+            const applying = engine.apply(rev);
+            if (applying) await applying;
+            reached = rev.revision;
+            count(result, rev);
           }
-          if (rev.revision !== reached + 1) {
-            throw new IntegrityError(`${label}: revisions ${reached + 1}..${rev.revision - 1} are missing`);
-          }
-          await engine.apply(rev);
-          reached = rev.revision;
-          count(result, rev);
           progress.update(reached);
         }
       } catch (err) {

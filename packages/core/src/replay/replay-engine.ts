@@ -21,8 +21,11 @@ export interface ReplayEngine {
    * file from its start, which must be at `revision` and have pages of `pageSize` bytes.
    */
   prepare?(early: PreparedBase): Promise<void>;
-  /** Applies one revision; it must land on exactly `revision.revision`. */
-  apply(revision: Revision): Promise<void>;
+  /**
+   * Applies one revision; it must land on exactly `revision.revision`. An engine that applies it at once returns
+   * nothing: no await, a microtask a revision, for the caller to pay.
+   */
+  apply(revision: Revision): Promise<void> | undefined;
   /** Called after each delta: anything buffered is applied and the store's revision is checked. */
   checkpoint(expectedRevision: number): Promise<void>;
   /** Writes the result as a snapshot file (db plus sha256 trailer), verified, and returns what it holds. */
