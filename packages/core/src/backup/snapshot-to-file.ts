@@ -20,7 +20,10 @@ export interface SnapshotToFileRequest {
   dbSize: number;
   compression: CompressionPolicy;
   file: string;
-  /** Compress on threads of the compressor's own (compression.ts, `parallel`): the default. */
+  /**
+   * Compress on threads of the compressor's own (compression.ts, `parallel`): the default. `false`: on this thread,
+   * and the stream from etcd read lean (snapshot-stream.ts), for a caller whose memory counts for longer than speed.
+   */
   parallel?: boolean;
 }
 
@@ -48,7 +51,12 @@ export async function snapshotToFile(
   const check = new FullSnapshotCheck('the snapshot etcd sent', { spillDir: dirname(request.file) });
   const stored = new StoredDigest(!sealer);
   await pipeline(
-    openSnapshotStream(request.connection, { endpoint: request.endpoint, token: request.token, signal }),
+    openSnapshotStream(request.connection, {
+      endpoint: request.endpoint,
+      token: request.token,
+      signal,
+      lean: request.parallel === false,
+    }),
     boundedMemory(),
     byteProgress(logger, 'snapshot', request.dbSize),
     check,

@@ -27,7 +27,8 @@ export interface FullSnapshotOptions {
   /**
    * false: compress on this thread, for a long-running caller (the sidecar) whose memory counts for longer than
    * the snapshot's speed: zstd's two worker threads took ~3 MB more at the sidecar's peak, and their buffers,
-   * freed into its one malloc arena, stayed resident after the snapshot (docs/performance.md).
+   * freed into its one malloc arena, stayed resident after the snapshot (docs/performance.md). The stream from
+   * etcd is read lean too (snapshot-stream.ts).
    */
   parallel?: boolean;
 }

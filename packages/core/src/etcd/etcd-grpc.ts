@@ -16,12 +16,13 @@ import { type EtcdConnection, tlsMaterial } from './etcd-client.js';
 const WINDOW = 4 << 20;
 
 /**
- * The socket's read buffers (64 KiB each, kept whole by every DATA frame cut from one) received between
- * young-generation collections (memory-bound.ts, youngCollections). etcd's snapshot and watch streams arrive ~10 KB
- * a read here: every 4 MiB, the sidecar's memory peaked at 46–47 MB through its first full snapshot, every 1 MiB at
- * 40–42, for no CPU time that could be measured (docs/performance.md).
+ * For a long-running caller whose memory counts for longer than a stream's speed (the sidecar's watch and full
+ * snapshots): the socket's read buffers (64 KiB each, kept whole by every DATA frame cut from one) received between
+ * young-generation collections (memory-bound.ts, youngCollections). etcd's streams arrive ~10 KB a read here: the
+ * sidecar's memory peaked at 40–43 MB with this, 44–51 without; a 455 MB full snapshot took ~15% more CPU, and
+ * `etcd-snapshot save`, which runs without it, would have peaked 10–18 MB higher (docs/performance.md).
  */
-const READ_BUFFERS_PER_COLLECTION = 1 << 20;
+export const LEAN_READ_BUFFERS = 1 << 20;
 
 export interface GrpcCall {
   /** gRPC message payloads as they arrive (object mode: one Buffer a message), or what `decode` makes of them. */
@@ -42,6 +43,8 @@ export interface GrpcCallOptions {
   windowBytes?: number;
   /** Reads the response body (gRPC's length-prefixed frames) itself, for a caller that must not assemble each message first. */
   decode?: (endpoint: string) => Transform;
+  /** Collects the young generation every this many bytes of the socket's read buffers (LEAN_READ_BUFFERS). */
+  readBuffersPerCollection?: number;
 }
 
 /** Starts a call with one request message; the response messages stream out of `messages`. */
@@ -92,7 +95,7 @@ export function grpcCall(conn: EtcdConnection, path: string, request: Buffer, op
   frame.writeUInt32BE(request.length, 1);
   req.end(Buffer.concat([frame, request]));
   req.pipe(messages);
-  req.on('data', youngCollections(READ_BUFFERS_PER_COLLECTION));
+  if (options.readBuffersPerCollection) req.on('data', youngCollections(options.readBuffersPerCollection));
   messages.on('close', close);
   return { messages, close };
 }

@@ -2,7 +2,7 @@ import { errorMessage, OperationError } from '../common/errors.js';
 import { ProtoCursor, writeMessage } from '../common/protobuf-wire.js';
 import type { DeltaEvent } from '../format/delta-format.js';
 import type { EtcdConnection } from './etcd-client.js';
-import { etcdAuthToken, grpcCall } from './etcd-grpc.js';
+import { etcdAuthToken, grpcCall, LEAN_READ_BUFFERS } from './etcd-grpc.js';
 import { memberStatus } from './etcd-status.js';
 
 /** What one watch response delivered: whole revisions, in order. */
@@ -65,6 +65,7 @@ export async function* watchRevisions(
     // A response catching up holds up to 1000 revisions (~1 MB of 1 KiB values): decoding more of them ahead of
     // a busy reader would only hold them in memory, where etcd keeps them anyway.
     readAhead: 1,
+    readBuffersPerCollection: LEAN_READ_BUFFERS,
   });
   // The newest revision etcd is known to have had while this watch had not delivered it: events up to it were read
   // back. etcd sends a watch's first events, and those of a watch that fell behind, from its history with its

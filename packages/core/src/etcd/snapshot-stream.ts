@@ -2,18 +2,20 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { OperationError } from '../common/errors.js';
 import { readSmallVarint } from '../common/protobuf-wire.js';
 import type { EtcdConnection } from './etcd-client.js';
-import { grpcCall } from './etcd-grpc.js';
+import { grpcCall, LEAN_READ_BUFFERS } from './etcd-grpc.js';
 
 /**
  * etcd's Maintenance/Snapshot stream as raw bytes (the bbolt db and etcd's sha256 trailer) in chunks of
- * 128 KiB, read over plain HTTP/2 (etcd-grpc.ts).
+ * 128 KiB, read over plain HTTP/2 (etcd-grpc.ts). `lean`: memory before speed (LEAN_READ_BUFFERS).
  */
 export function openSnapshotStream(
   conn: EtcdConnection,
-  options: { signal?: AbortSignal; token?: string; endpoint?: string } = {},
+  options: { signal?: AbortSignal; token?: string; endpoint?: string; lean?: boolean } = {},
 ): Transform {
+  const { lean, ...call } = options;
   return grpcCall(conn, '/etcdserverpb.Maintenance/Snapshot', Buffer.alloc(0), {
-    ...options,
+    ...call,
+    ...(lean ? { readBuffersPerCollection: LEAN_READ_BUFFERS } : {}),
     windowBytes: SNAPSHOT_WINDOW,
     decode: (endpoint) => new SnapshotBlobs(endpoint),
   }).messages;
