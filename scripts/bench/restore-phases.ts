@@ -21,14 +21,13 @@ import {
   findEtcdBinaries,
   freePort,
   fsyncPath,
-  groupRevisions,
   KeyspaceReader,
   LocalStore,
   layOutAroundEmptyDb,
   listSnapshots,
   moveDbIntoLayout,
   planRestore,
-  readDeltaEvents,
+  readDeltaRevisions,
   validateDataDir,
 } from '@etcd-steward/core';
 import { storeDeltas, syntheticEvents } from '@etcd-steward/testing';
@@ -103,15 +102,15 @@ async function phasesOnce(): Promise<Array<[string, number]>> {
   let revisions = 0;
   await timed("parse the deltas' events into revisions (checked files: no second sha256)", async () => {
     for (const [i, entry] of chain.deltas.entries())
-      for await (const rev of groupRevisions(readDeltaEvents(deltaFile(i), entry, entry.name, { verified: true })))
-        if (rev.revision > base.revision) revisions++;
+      for await (const revs of readDeltaRevisions(deltaFile(i), entry, entry.name, { verified: true }))
+        for (const rev of revs) if (rev.revision > base.revision) revisions++;
   });
   const engine = new DirectReplayEngine();
   await timed('replay: parse + write the rows (no commit)', async () => {
     await engine.open({ file: baseFile, revision: base.revision });
     for (const [i, entry] of chain.deltas.entries())
-      for await (const rev of groupRevisions(readDeltaEvents(deltaFile(i), entry, entry.name, { verified: true })))
-        if (rev.revision > base.revision) await engine.apply(rev);
+      for await (const revs of readDeltaRevisions(deltaFile(i), entry, entry.name, { verified: true }))
+        for (const rev of revs) if (rev.revision > base.revision) engine.apply(rev);
   });
   await timed('replay: commit + read back', () => engine.finishInPlace());
   await engine.close();

@@ -2,11 +2,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { OperationError } from '../common/errors.js';
-import { groupRevisions } from '../format/delta-revisions.js';
 import { parseRfc3339Nanos } from '../format/event-time.js';
 import { METADATA_READ_BACK, parseReadBack, type RevisionRanges, rangeHolding } from '../format/read-back.js';
 import type { SnapStore } from '../store/snapstore.js';
-import { fetchDelta, readDeltaEvents } from './fetch-delta.js';
+import { fetchDelta, readDeltaRevisions } from './fetch-delta.js';
 import type { CatalogEntry } from './snapshot-catalog.js';
 import type { SnapshotChain, TimeDoubt } from './snapshot-chain.js';
 
@@ -165,15 +164,17 @@ export class TimeCut {
       const file = join(dir, 'delta.json');
       await fetchDelta(this.store, delta, file, { signal: this.options.signal });
       let lastAtOrBefore: Seen | undefined;
-      for await (const rev of groupRevisions(readDeltaEvents(file, delta, label))) {
-        const time = parseRfc3339Nanos(rev.events[0].time);
-        if (time === undefined) {
-          throw new OperationError(
-            `${label}: revision ${rev.revision} has no recorded time ("${rev.events[0].time}"), so --to-time cannot place it`,
-          );
+      for await (const revisions of readDeltaRevisions(file, delta, label)) {
+        for (const rev of revisions) {
+          const time = parseRfc3339Nanos(rev.events[0].time);
+          if (time === undefined) {
+            throw new OperationError(
+              `${label}: revision ${rev.revision} has no recorded time ("${rev.events[0].time}"), so --to-time cannot place it`,
+            );
+          }
+          if (time > this.nanos) return { lastAtOrBefore, firstAfter: { revision: rev.revision, time } };
+          lastAtOrBefore = { revision: rev.revision, time };
         }
-        if (time > this.nanos) return { lastAtOrBefore, firstAfter: { revision: rev.revision, time } };
-        lastAtOrBefore = { revision: rev.revision, time };
       }
       return { lastAtOrBefore };
     } finally {

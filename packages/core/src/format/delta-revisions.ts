@@ -33,14 +33,3 @@ export class RevisionGrouper {
     return last;
   }
 }
-
-/** A stream of events (in revision order) as revisions, one at a time (RevisionGrouper). */
-export async function* groupRevisions(events: AsyncIterable<DeltaEvent>): AsyncGenerator<Revision> {
-  const grouper = new RevisionGrouper();
-  for await (const event of events) {
-    const done = grouper.take(event);
-    if (done) yield done;
-  }
-  const last = grouper.end();
-  if (last) yield last;
-}
