@@ -62,10 +62,9 @@ const STREAM_BYTES = collectEvery(4 << 20);
 
 /** A pass-through stage that collects the young generation every 4 MiB that flow through any such stage. */
 export function boundedMemory(): Transform {
-  const add = STREAM_BYTES;
   return new Transform({
     transform(chunk: Buffer, _enc, done) {
-      add(chunk.length);
+      STREAM_BYTES(chunk.length);
       done(null, chunk);
     },
   });
