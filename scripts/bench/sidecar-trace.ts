@@ -41,12 +41,15 @@ const cluster = await startCluster();
 const started = performance.now();
 const seconds = () => (performance.now() - started) / 1000;
 const timeline: Array<[number, string]> = [];
+let group: ReturnType<typeof createMemoryCgroup> | undefined;
+let child: ReturnType<typeof spawn> | undefined;
+let sampler: NodeJS.Timeout | undefined;
 try {
   const endpoint = cluster.endpoints[0];
   const pool = valuePool();
   await loadConfigMaps(cluster.client(), Number(values.base), (i) => loadValue(pool, i, 1024));
   const base = (await memberStatus({ endpoints: [endpoint] })).revision;
-  const group = createMemoryCgroup(2 ** 30);
+  group = createMemoryCgroup(2 ** 30);
   const sidecar = [
     ...values['node-flags'].split(' ').filter(Boolean),
     join(root, 'packages/snapshot/bin/etcd-snapshot.js'),
@@ -56,19 +59,20 @@ try {
   const [command, args] = group.wrap(process.execPath, sidecar);
   const from = performance.now();
   const at = () => (performance.now() - from) / 1000;
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let partial = '';
   const onOutput = (data: Buffer) => {
     const lines = (partial + data).split('\n');
     partial = lines.pop() ?? '';
     for (const line of lines) timeline.push([at(), `    ${line.slice(0, 150)}`]);
   };
-  child.stdout.on('data', onOutput);
-  child.stderr.on('data', onOutput);
+  child.stdout?.on('data', onOutput);
+  child.stderr?.on('data', onOutput);
   let peak = { mb: 0, at: 0 };
   let shown = -1;
-  const sampler = setInterval(() => {
-    const mb = group.sample() / 1048576;
+  const sampled = group;
+  sampler = setInterval(() => {
+    const mb = sampled.sample() / 1048576;
     const t = at();
     if (mb > peak.mb) peak = { mb, at: t };
     const slot = t < 1 ? Math.floor(t / 0.02) : 50 + Math.floor((t - 1) / 0.25);
@@ -83,10 +87,7 @@ try {
   const last = (await memberStatus({ endpoints: [endpoint] })).revision;
   timeline.push([at(), '— the writes are done']);
   await until('the deltas to reach the last revision', async () => (await storeReaches(storeDir)) >= last);
-  child.kill('SIGTERM');
-  await new Promise((resolve) => child.on('exit', resolve));
-  clearInterval(sampler);
-  group.remove();
+  await stopSidecar(child);
   timeline.sort((a, b) => a[0] - b[0]);
   for (const [t, what] of timeline)
     if (t <= Number(values.until) || what.startsWith('—')) console.log(`${t.toFixed(2).padStart(6)} s  ${what}`);
@@ -94,6 +95,16 @@ try {
     `peak ${peak.mb.toFixed(1)} MB of anonymous memory at ${peak.at.toFixed(2)} s (${seconds().toFixed(0)} s in all)`,
   );
 } finally {
+  clearInterval(sampler);
+  if (child) await stopSidecar(child); // a run that failed leaves neither the sidecar nor its cgroup behind
+  group?.remove();
   await cluster.stop();
   await rm(work, { recursive: true, force: true });
+}
+
+async function stopSidecar(sidecar: ReturnType<typeof spawn>): Promise<void> {
+  if (sidecar.exitCode !== null || sidecar.signalCode !== null) return;
+  const exited = new Promise((resolve) => sidecar.once('exit', resolve));
+  sidecar.kill('SIGTERM');
+  await exited;
 }
